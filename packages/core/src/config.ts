@@ -1,0 +1,87 @@
+import { z } from 'zod';
+
+const bool = z
+  .enum(['true', 'false', '1', '0', 'yes', 'no'], { message: 'must be true or false' })
+  .transform((v) => v === 'true' || v === '1' || v === 'yes');
+const int = (min: number, max = Number.MAX_SAFE_INTEGER) =>
+  z.coerce
+    .number({ message: 'must be a number' })
+    .int({ message: 'must be an integer' })
+    .min(min, { message: `must be ≥ ${min}` })
+    .max(max, { message: `must be ≤ ${max}` });
+const url = (protocols: string[]) =>
+  z.string().refine(
+    (v) => {
+      try {
+        return protocols.includes(new URL(v).protocol);
+      } catch {
+        return false;
+      }
+    },
+    { message: `must be a ${protocols.join(' or ')} URL` },
+  );
+
+/**
+ * Every environment variable trackhouse reads, validated once at start.
+ * Packages never read process.env; they receive the parsed values.
+ */
+export const configSchema = z.object({
+  HOST: z.string().min(1).default('127.0.0.1'),
+  PORT: int(0, 65535).default(3000),
+  DATA_DIR: z.string().min(1).default('./data'),
+  LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
+
+  DATABASE_URL: url(['postgres:', 'postgresql:']).optional(),
+  REDIS_URL: url(['redis:', 'rediss:']).optional(),
+  CLICKHOUSE_URL: url(['http:', 'https:']).optional(),
+  CLICKHOUSE_USER: z.string().default('default'),
+  CLICKHOUSE_PASSWORD: z.string().default(''),
+  CLICKHOUSE_DATABASE: z
+    .string()
+    .regex(/^[A-Za-z_][A-Za-z0-9_]*$/, { message: 'must be a plain identifier' })
+    .default('trackhouse'),
+  /** Readers sharing the embedded engine; writes go through one dedicated connection. */
+  CLICKHOUSE_QUERY_POOL: int(1, 16).default(2),
+
+  /** Server secret for visitor ids. Standalone mode generates one under DATA_DIR when absent. */
+  SECRET: z.string().min(16, { message: 'must be at least 16 characters' }).optional(),
+  /** Honour X-Forwarded-For for the client address. Off by default: it is spoofable. */
+  TRUST_PROXY: bool.default(false),
+  GEOIP_DB_PATH: z.string().min(1).optional(),
+
+  TRACK_RATE_LIMIT_MAX: int(1).default(500),
+  TRACK_RATE_LIMIT_WINDOW_S: int(1).default(600),
+  QUERY_RATE_LIMIT_MAX: int(1).default(6000),
+  QUERY_RATE_LIMIT_WINDOW_S: int(1).default(600),
+  /** Server-wide monthly pageview limit per site; 0 means unlimited. */
+  MONTHLY_PAGEVIEW_LIMIT: int(0).default(0),
+
+  /** Write-ahead buffer of the ingest service (defaults to DATA_DIR/ingest-buffer). */
+  INGEST_BUFFER_DIR: z.string().min(1).optional(),
+  INGEST_BUFFER_MAX_MB: int(1).default(1024),
+  INGEST_FLUSH_INTERVAL_MS: int(10, 60_000).default(500),
+  INGEST_MAX_BATCH_ROWS: int(1, 1_000_000).default(50_000),
+});
+
+export type Config = z.infer<typeof configSchema>;
+
+export class ConfigError extends Error {
+  constructor(readonly problems: string[]) {
+    super(`Invalid configuration:\n${problems.map((p) => `  - ${p}`).join('\n')}`);
+    this.name = 'ConfigError';
+  }
+}
+
+/** Parses the environment; empty strings count as unset. Throws ConfigError naming each bad variable. */
+export function loadConfig(env: Record<string, string | undefined>): Config {
+  const cleaned: Record<string, string> = {};
+  for (const key of Object.keys(configSchema.shape)) {
+    const value = env[key];
+    if (value !== undefined && value !== '') cleaned[key] = value;
+  }
+  const parsed = configSchema.safeParse(cleaned);
+  if (!parsed.success) {
+    throw new ConfigError(parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`));
+  }
+  return parsed.data;
+}

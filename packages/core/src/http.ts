@@ -1,0 +1,146 @@
+import { Hono } from 'hono';
+import type { Context, MiddlewareHandler } from 'hono';
+import { HTTPException } from 'hono/http-exception';
+import { requestId } from 'hono/request-id';
+import type { Logger } from 'pino';
+import { Counter, Histogram, type Registry } from 'prom-client';
+import { ApiError, type ErrorCode } from './errors';
+import { uuidv7 } from './ids';
+
+export interface HttpEnv {
+  Variables: { requestId: string };
+}
+
+export interface HttpKitOptions {
+  service: string;
+  log: Logger;
+  registry: Registry;
+}
+
+/** Answers an error in the one body shape of the spec; internal messages stay in the log. */
+export function errorResponse(c: Context, err: unknown, log: Logger): Response {
+  if (err instanceof ApiError) {
+    if (err.headers) for (const [k, v] of Object.entries(err.headers)) c.header(k, v);
+    return c.json(err.toBody(), err.status);
+  }
+  if (err instanceof HTTPException) {
+    const code: ErrorCode =
+      err.status === 413 ? 'PAYLOAD_TOO_LARGE' : err.status === 404 ? 'NOT_FOUND' : 'INVALID_PAYLOAD';
+    const mapped = new ApiError(code, err.status === 413 ? 'Payload too large' : err.message || 'Bad request');
+    return c.json(mapped.toBody(), mapped.status);
+  }
+  log.error({ err, requestId: c.get('requestId') }, 'unhandled error');
+  return c.json(new ApiError('INTERNAL_ERROR', 'Internal server error').toBody(), 500);
+}
+
+function httpMetrics(service: string, registry: Registry) {
+  const requests =
+    (registry.getSingleMetric('http_requests_total') as Counter<string> | undefined) ??
+    new Counter({
+      name: 'http_requests_total',
+      help: 'HTTP requests by service, route and status',
+      labelNames: ['service', 'method', 'route', 'status'],
+      registers: [registry],
+    });
+  const duration =
+    (registry.getSingleMetric('http_request_duration_seconds') as Histogram<string> | undefined) ??
+    new Histogram({
+      name: 'http_request_duration_seconds',
+      help: 'HTTP request latency',
+      labelNames: ['service', 'route'],
+      buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5],
+      registers: [registry],
+    });
+  return { requests, duration };
+}
+
+/**
+ * A Hono app with the cross-cutting behaviour every trackhouse service shares:
+ * X-Request-Id, one JSON log line per request, request metrics, and the spec's error shape
+ * for thrown errors and unknown routes.
+ */
+export function createHttpApp({ service, log, registry }: HttpKitOptions): Hono<HttpEnv> {
+  const app = new Hono<HttpEnv>();
+  const { requests, duration } = httpMetrics(service, registry);
+
+  app.use(requestId({ generator: () => uuidv7() }));
+  app.use(accessLog(service, log, requests, duration));
+  app.onError((err, c) => errorResponse(c, err, log));
+  app.notFound((c) => c.json(new ApiError('NOT_FOUND', 'Not found').toBody(), 404));
+  return app;
+}
+
+function accessLog(
+  service: string,
+  log: Logger,
+  requests: Counter<string>,
+  duration: Histogram<string>,
+): MiddlewareHandler<HttpEnv> {
+  return async (c, next) => {
+    const started = performance.now();
+    await next();
+    const elapsed = performance.now() - started;
+    const route = c.req.routePath || 'unmatched';
+    const status = c.res.status;
+    requests.inc({ service, method: c.req.method, route, status: String(status) });
+    duration.observe({ service, route }, elapsed / 1000);
+    if (log.isLevelEnabled('info')) {
+      log.info({
+        requestId: c.get('requestId'),
+        service,
+        method: c.req.method,
+        path: c.req.path,
+        status,
+        durationMs: Math.round(elapsed * 100) / 100,
+      });
+    }
+  };
+}
+
+/** A dependency the readiness probe checks. */
+export interface ReadinessCheck {
+  name: string;
+  check: () => Promise<void>;
+}
+
+/** Mounts GET /api/health (liveness), GET /api/ready (dependencies) and GET /metrics. */
+export function mountOperationalRoutes(
+  app: Hono<HttpEnv>,
+  opts: { registry: Registry; checks: ReadinessCheck[]; timeoutMs?: number },
+): void {
+  app.get('/api/health', (c) => c.json({ status: 'ok' }));
+  app.get('/api/ready', async (c) => {
+    const results = await Promise.all(
+      opts.checks.map(async ({ name, check }) => {
+        try {
+          await withTimeout(check(), opts.timeoutMs ?? 2000);
+          return [name, 'ok'] as const;
+        } catch {
+          return [name, 'unavailable'] as const;
+        }
+      }),
+    );
+    const checks = Object.fromEntries(results);
+    const failed = results.filter(([, s]) => s !== 'ok').map(([n]) => n);
+    if (failed.length > 0) {
+      throw new ApiError('NOT_READY', `Dependencies unavailable: ${failed.join(', ')}`, { checks });
+    }
+    return c.json({ status: 'ready', checks });
+  });
+  app.get('/metrics', async (c) => {
+    c.header('Content-Type', opts.registry.contentType);
+    return c.body(await opts.registry.metrics());
+  });
+}
+
+async function withTimeout<T>(promise: Promise<T>, ms: number): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`timed out after ${ms} ms`)), ms);
+  });
+  try {
+    return await Promise.race([promise, timeout]);
+  } finally {
+    clearTimeout(timer);
+  }
+}

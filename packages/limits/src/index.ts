@@ -1,0 +1,12 @@
+export * from './memory';
+export * from './redis';
+export * from './types';
+
+import { createMemoryStores } from './memory';
+import { createRedisStores } from './redis';
+import type { Stores } from './types';
+
+/** Redis when a URL is given (production, shared by replicas), else in-process (standalone). */
+export function createStores(redisUrl: string | undefined): Stores {
+  return redisUrl ? createRedisStores(redisUrl) : createMemoryStores();
+}
