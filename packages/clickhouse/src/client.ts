@@ -65,7 +65,12 @@ export function createClickHouse(opts: ClickHouseOptions): ClickHouse {
       connection: createChdbConnection({ path }) as unknown as ChdbCompatibleConnection,
       clickhouse_settings: NORMALIZED_SETTINGS,
     });
-  const writer = open();
+  let writer: ClickHouseClient;
+  try {
+    writer = open();
+  } catch (err) {
+    throw new ClickHouseLockedError(path, err);
+  }
   const readers = Array.from({ length: opts.queryPoolSize }, open);
   return wrap('embedded', writer, readers, async () => {});
 }
@@ -103,6 +108,22 @@ function wrap(
       await Promise.all(all.map((c) => c.close()));
     },
   };
+}
+
+/** The embedded data directory is held by another process (only one may open it). */
+export class ClickHouseLockedError extends Error {
+  constructor(
+    readonly path: string,
+    cause: unknown,
+  ) {
+    super(
+      `the embedded ClickHouse data at ${path} is open in another process (only one process may use it)`,
+      {
+        cause,
+      },
+    );
+    this.name = 'ClickHouseLockedError';
+  }
 }
 
 /** Embedded engine data lives under DATA_DIR/clickhouse. */

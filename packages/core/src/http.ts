@@ -1,5 +1,5 @@
-import { Hono } from 'hono';
 import type { Context, MiddlewareHandler } from 'hono';
+import { Hono } from 'hono';
 import { HTTPException } from 'hono/http-exception';
 import { requestId } from 'hono/request-id';
 import type { Logger } from 'pino';
@@ -26,14 +26,17 @@ export function errorResponse(c: Context, err: unknown, log: Logger): Response {
   if (err instanceof HTTPException) {
     const code: ErrorCode =
       err.status === 413 ? 'PAYLOAD_TOO_LARGE' : err.status === 404 ? 'NOT_FOUND' : 'INVALID_PAYLOAD';
-    const mapped = new ApiError(code, err.status === 413 ? 'Payload too large' : err.message || 'Bad request');
+    const mapped = new ApiError(
+      code,
+      err.status === 413 ? 'Payload too large' : err.message || 'Bad request',
+    );
     return c.json(mapped.toBody(), mapped.status);
   }
   log.error({ err, requestId: c.get('requestId') }, 'unhandled error');
   return c.json(new ApiError('INTERNAL_ERROR', 'Internal server error').toBody(), 500);
 }
 
-function httpMetrics(service: string, registry: Registry) {
+function httpMetrics(registry: Registry) {
   const requests =
     (registry.getSingleMetric('http_requests_total') as Counter<string> | undefined) ??
     new Counter({
@@ -61,7 +64,7 @@ function httpMetrics(service: string, registry: Registry) {
  */
 export function createHttpApp({ service, log, registry }: HttpKitOptions): Hono<HttpEnv> {
   const app = new Hono<HttpEnv>();
-  const { requests, duration } = httpMetrics(service, registry);
+  const { requests, duration } = httpMetrics(registry);
 
   app.use(requestId({ generator: () => uuidv7() }));
   app.use(accessLog(service, log, requests, duration));

@@ -44,7 +44,13 @@ return id
 `;
 
 interface ScriptedRedis extends Redis {
-  slidingWindow(log: string, seq: string, now: number, window: number, max: number): Promise<[number, number, number]>;
+  slidingWindow(
+    log: string,
+    seq: string,
+    now: number,
+    window: number,
+    max: number,
+  ): Promise<[number, number, number]>;
   quota(key: string, limit: number, amount: number, ttl: number): Promise<[number, number]>;
   session(key: string, candidate: string, ttl: number): Promise<string>;
 }

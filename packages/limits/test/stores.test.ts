@@ -92,7 +92,9 @@ for (const form of forms) {
 
       it('never overshoots under 300 concurrent consumers', async () => {
         const k = key();
-        const results = await Promise.all(Array.from({ length: 300 }, () => stores.quota.consume(k, 100, 1, 60)));
+        const results = await Promise.all(
+          Array.from({ length: 300 }, () => stores.quota.consume(k, 100, 1, 60)),
+        );
         expect(results.filter((r) => r.allowed)).toHaveLength(100);
         expect(Math.max(...results.map((r) => r.count))).toBe(100);
       });
@@ -115,7 +117,9 @@ for (const form of forms) {
 
       it('hands one id to concurrent first events of a visitor', async () => {
         const k = key();
-        const ids = await Promise.all(Array.from({ length: 50 }, (_, i) => stores.sessions.touch(k, `c-${i}`, 60_000)));
+        const ids = await Promise.all(
+          Array.from({ length: 50 }, (_, i) => stores.sessions.touch(k, `c-${i}`, 60_000)),
+        );
         expect(new Set(ids).size).toBe(1);
       });
     });

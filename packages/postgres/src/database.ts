@@ -1,18 +1,20 @@
 import postgres from 'postgres';
 import { type EmbeddedServer, startEmbeddedPostgres } from './embedded';
 
-export type Sql = postgres.Sql;
+/** A connection pool or a transaction: repositories work inside either. */
+export type Sql = postgres.Sql | postgres.TransactionSql;
+export type Pool = postgres.Sql;
 
 export interface Database {
   readonly kind: 'server' | 'embedded';
-  readonly sql: Sql;
+  readonly sql: Pool;
   ping(): Promise<void>;
   close(): Promise<void>;
 }
 
 export type DatabaseOptions = { url: string; max?: number } | { dataDir: string; max?: number };
 
-export function connect(url: string, max = 10): Sql {
+export function connect(url: string, max = 10): Pool {
   return postgres(url, {
     max,
     transform: postgres.camel,

@@ -1,6 +1,7 @@
+import type { ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { existsSync } from 'node:fs';
-import { mkdir, readFile, writeFile } from 'node:fs/promises';
+import { chmod, mkdir, readFile, stat, writeFile } from 'node:fs/promises';
 import { createServer } from 'node:net';
 import { userInfo } from 'node:os';
 import { join, resolve } from 'node:path';
@@ -79,6 +80,12 @@ export async function startEmbeddedPostgres(
   const root = resolve(dataDir);
   const dir = join(root, 'postgres');
   await mkdir(root, { recursive: true });
+  const asRoot = userInfo().uid === 0;
+  if (asRoot) {
+    // The server runs as the OS user `postgres`, which must be able to enter DATA_DIR.
+    const mode = (await stat(root)).mode & 0o777;
+    if ((mode & 0o001) === 0) await chmod(root, mode | 0o011);
+  }
   const { password } = await credentials(root);
   const urlFor = (port: number) =>
     `postgres://postgres:${encodeURIComponent(password)}@127.0.0.1:${port}/postgres`;
@@ -95,7 +102,7 @@ export async function startEmbeddedPostgres(
     password,
     persistent: true,
     // Postgres refuses to run as root; as root the server runs as the OS user `postgres`.
-    createPostgresUser: userInfo().uid === 0,
+    createPostgresUser: asRoot,
     initdbFlags: ['--encoding=UTF8'],
     postgresFlags: ['-c', 'listen_addresses=127.0.0.1', '-c', 'unix_socket_directories='],
     onLog: log,
@@ -107,5 +114,12 @@ export async function startEmbeddedPostgres(
   } catch (err) {
     throw new Error(`embedded PostgreSQL failed to start under ${dir}${err ? `: ${String(err)}` : ''}`);
   }
-  return { url: urlFor(port), owned: true, stop: () => pg.stop() };
+  // A terminal's Ctrl-C reaches the whole process group, postgres included; stopping a server
+  // that already exited would wait forever for an exit event that has passed.
+  const child = (pg as unknown as { process?: ChildProcess }).process;
+  const stop = async () => {
+    if (!child || child.exitCode !== null || child.signalCode !== null) return;
+    await pg.stop();
+  };
+  return { url: urlFor(port), owned: true, stop };
 }

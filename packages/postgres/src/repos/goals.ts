@@ -54,6 +54,7 @@ export async function updateGoal(
 }
 
 export async function deleteGoal(sql: Sql, siteId: number, goalId: number): Promise<boolean> {
-  const rows = await sql`delete from goals where site_id = ${siteId} and goal_id = ${goalId} returning goal_id`;
+  const rows =
+    await sql`delete from goals where site_id = ${siteId} and goal_id = ${goalId} returning goal_id`;
   return rows.length > 0;
 }

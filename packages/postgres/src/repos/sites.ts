@@ -54,7 +54,12 @@ function toColumns(config: Partial<SiteConfig>): Record<string, unknown> {
 
 export async function createSite(
   sql: Sql,
-  input: { organizationId: string; name: string; domain: string; createdBy: string | null } & Partial<SiteConfig>,
+  input: {
+    organizationId: string;
+    name: string;
+    domain: string;
+    createdBy: string | null;
+  } & Partial<SiteConfig>,
 ): Promise<SiteRecord> {
   const values = {
     id: recordId(),

@@ -34,7 +34,12 @@ export async function listUsers(sql: Sql): Promise<User[]> {
 }
 
 /** Adds the user to the organization, or changes the role of an existing membership. */
-export async function setMembership(sql: Sql, organizationId: string, userId: string, role: Role): Promise<void> {
+export async function setMembership(
+  sql: Sql,
+  organizationId: string,
+  userId: string,
+  role: Role,
+): Promise<void> {
   await sql`
     insert into memberships (organization_id, user_id, role) values (${organizationId}, ${userId}, ${role})
     on conflict (organization_id, user_id) do update set role = excluded.role`;

@@ -1,0 +1,17 @@
+import { runService } from '@trackhouse/runtime';
+import { createApp } from './app';
+
+/** The query service as its own process against server stores (production, split mode). */
+runService({
+  service: 'query',
+  build: (rt, ch) =>
+    createApp({
+      log: rt.log,
+      registry: rt.registry,
+      sql: rt.db.sql,
+      ch,
+      stores: rt.stores,
+      secret: rt.secret,
+      readiness: rt.readinessChecks(ch),
+    }),
+});
