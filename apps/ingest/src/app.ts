@@ -1,30 +1,91 @@
+import { join } from 'node:path';
 import type { ClickHouse } from '@trackhouse/clickhouse';
 import {
+  type Config,
   createHttpApp,
   type HttpEnv,
   type Logger,
   mountOperationalRoutes,
   type ReadinessCheck,
 } from '@trackhouse/core';
-import type { Stores } from '@trackhouse/limits';
+import { createUserAgentParser, createVisitorIds, type Geo, openGeo } from '@trackhouse/enrich';
+import { createMemoryStores, type Stores, withLocalFallback } from '@trackhouse/limits';
 import type { Sql } from '@trackhouse/postgres';
 import { Hono } from 'hono';
-import type { Registry } from 'prom-client';
+import { Counter, type Registry } from 'prom-client';
+import { trackingCors } from './cors';
+import type { PipelineDeps } from './pipeline';
+import { mountBatch } from './routes/batch';
+import type { IngestContext } from './routes/context';
+import { mountTrack } from './routes/track';
+import { mountTrackingConfig } from './routes/tracking-config';
+import { createIngestDirectory, type IngestDirectory } from './sites';
+import { DurableWriter } from './writer/writer';
 
-/** Everything the ingest service needs, built by main.ts (or a test) and injected. */
+/** Settings of the ingest service, taken from the parsed configuration. */
+export type IngestSettings = Pick<
+  Config,
+  | 'TRUST_PROXY'
+  | 'TRACK_RATE_LIMIT_MAX'
+  | 'TRACK_RATE_LIMIT_WINDOW_S'
+  | 'MONTHLY_PAGEVIEW_LIMIT'
+  | 'INGEST_BUFFER_MAX_MB'
+  | 'INGEST_FLUSH_INTERVAL_MS'
+  | 'INGEST_MAX_BATCH_ROWS'
+>;
+
+/** Everything the ingest service needs, built by `openIngest` (or a test) and injected. */
 export interface IngestDeps {
   log: Logger;
   registry: Registry;
-  sql: Sql;
-  ch: ClickHouse;
   stores: Stores;
   secret: string;
+  geo: Geo;
+  directory: IngestDirectory;
+  writer: DurableWriter;
+  settings: IngestSettings;
   readiness: ReadinessCheck[];
 }
 
+export function ingestContext(deps: IngestDeps): IngestContext {
+  const s = deps.settings;
+  const pipeline: PipelineDeps = {
+    directory: deps.directory,
+    stores: deps.stores,
+    trackLimiter: deps.stores.rateLimiter(
+      'track',
+      s.TRACK_RATE_LIMIT_MAX,
+      s.TRACK_RATE_LIMIT_WINDOW_S * 1000,
+    ),
+    geo: deps.geo,
+    parseUserAgent: createUserAgentParser(),
+    visitorId: createVisitorIds(deps.secret),
+    monthlyPageviewLimit: s.MONTHLY_PAGEVIEW_LIMIT,
+    rateLimitMessage: `Rate limit exceeded. Maximum ${s.TRACK_RATE_LIMIT_MAX} requests per ${describeWindow(s.TRACK_RATE_LIMIT_WINDOW_S)} per API key.`,
+    writerFull: () => deps.writer.isFull(),
+  };
+  return { pipeline, writer: deps.writer, trustProxy: s.TRUST_PROXY };
+}
+
+/** "10 minutes", "1 hour", "30 seconds": the window as the 429 message names it. */
+export function describeWindow(seconds: number): string {
+  const unit = (n: number, word: string) => `${n} ${word}${n === 1 ? '' : 's'}`;
+  if (seconds % 3600 === 0) return unit(seconds / 3600, 'hour');
+  if (seconds % 60 === 0) return unit(seconds / 60, 'minute');
+  return unit(seconds, 'second');
+}
+
 /** The ingest endpoints alone, for mounting next to the query service in standalone mode. */
-export function ingestRoutes(_deps: IngestDeps): Hono<HttpEnv> {
-  return new Hono<HttpEnv>();
+export function ingestRoutes(deps: IngestDeps): Hono<HttpEnv> {
+  const ctx = ingestContext(deps);
+  const app = new Hono<HttpEnv>();
+  app.use('/api/track', trackingCors);
+  app.use('/api/track/*', trackingCors);
+  app.use('/api/site/tracking-config/*', trackingCors);
+  mountTrack(app, ctx);
+  mountBatch(app, ctx);
+  mountTrackingConfig(app, ctx);
+  return app;
 }
 
 export function createApp(deps: IngestDeps): Hono<HttpEnv> {
@@ -32,4 +93,65 @@ export function createApp(deps: IngestDeps): Hono<HttpEnv> {
   mountOperationalRoutes(app, { registry: deps.registry, checks: deps.readiness });
   app.route('/', ingestRoutes(deps));
   return app;
+}
+
+export interface OpenIngestOptions {
+  log: Logger;
+  registry: Registry;
+  sql: Sql;
+  ch: ClickHouse;
+  stores: Stores;
+  secret: string;
+  settings: IngestSettings & Pick<Config, 'DATA_DIR' | 'INGEST_BUFFER_DIR' | 'GEOIP_DB_PATH'>;
+  readiness: ReadinessCheck[];
+}
+
+/**
+ * Builds the ingest dependencies: GeoIP database, the durable writer (replaying what an earlier
+ * process left), the cached directory of sites and keys, and Redis stores that fall back to
+ * in-process ones while Redis is unreachable.
+ */
+export async function openIngest(opts: OpenIngestOptions): Promise<IngestDeps & { close(): Promise<void> }> {
+  const geo = await openGeo(opts.settings.GEOIP_DB_PATH);
+  const fallbacks = new Counter({
+    name: 'trackhouse_redis_fallback_total',
+    help: 'Store calls answered in-process because Redis failed',
+    registers: [opts.registry],
+  });
+  let lastWarned = 0;
+  const stores =
+    opts.stores.kind === 'redis'
+      ? withLocalFallback(opts.stores, createMemoryStores(), (err) => {
+          fallbacks.inc();
+          if (Date.now() - lastWarned > 10_000) {
+            lastWarned = Date.now();
+            opts.log.warn({ err }, 'Redis unavailable; limits and sessions are per replica until it returns');
+          }
+        })
+      : opts.stores;
+  const directory = await createIngestDirectory(opts.sql, stores.channel);
+  const writer = await DurableWriter.open({
+    dir: opts.settings.INGEST_BUFFER_DIR ?? join(opts.settings.DATA_DIR, 'ingest-buffer'),
+    ch: opts.ch,
+    log: opts.log,
+    registry: opts.registry,
+    maxBytes: opts.settings.INGEST_BUFFER_MAX_MB * 1024 * 1024,
+    flushIntervalMs: opts.settings.INGEST_FLUSH_INTERVAL_MS,
+    maxBatchRows: opts.settings.INGEST_MAX_BATCH_ROWS,
+  });
+  return {
+    log: opts.log,
+    registry: opts.registry,
+    stores,
+    secret: opts.secret,
+    geo,
+    directory,
+    writer,
+    settings: opts.settings,
+    readiness: opts.readiness,
+    async close() {
+      await writer.close();
+      await directory.close();
+    },
+  };
 }

@@ -18,7 +18,6 @@ export interface QueryDeps {
   sql: Sql;
   ch: ClickHouse;
   stores: Stores;
-  secret: string;
   readiness: ReadinessCheck[];
 }
 

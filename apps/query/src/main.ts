@@ -4,14 +4,14 @@ import { createApp } from './app';
 /** The query service as its own process against server stores (production, split mode). */
 runService({
   service: 'query',
-  build: (rt, ch) =>
-    createApp({
+  build: (rt, ch) => ({
+    app: createApp({
       log: rt.log,
       registry: rt.registry,
       sql: rt.db.sql,
       ch,
       stores: rt.stores,
-      secret: rt.secret,
       readiness: rt.readinessChecks(ch),
     }),
+  }),
 });

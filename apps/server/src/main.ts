@@ -1,3 +1,4 @@
+import { openIngest } from '@trackhouse/ingest';
 import { runService } from '@trackhouse/runtime';
 import { createStandaloneApp } from './app';
 
@@ -7,14 +8,19 @@ import { createStandaloneApp } from './app';
  */
 runService({
   service: 'standalone',
-  build: (rt, ch) =>
-    createStandaloneApp({
+  build: async (rt, ch) => {
+    const readiness = rt.readinessChecks(ch);
+    const ingest = await openIngest({
       log: rt.log,
       registry: rt.registry,
       sql: rt.db.sql,
       ch,
       stores: rt.stores,
       secret: rt.secret,
-      readiness: rt.readinessChecks(ch),
-    }),
+      settings: rt.config,
+      readiness,
+    });
+    const query = { log: rt.log, registry: rt.registry, sql: rt.db.sql, ch, stores: rt.stores, readiness };
+    return { app: createStandaloneApp(ingest, query), close: ingest.close };
+  },
 });

@@ -1,3 +1,4 @@
+export * from './fallback';
 export * from './memory';
 export * from './redis';
 export * from './types';

@@ -1,5 +1,5 @@
 import { EventEmitter } from 'node:events';
-import type { ConfigChannel, MonthlyQuota, RateLimiter, SessionStore, Stores } from './types';
+import type { ConfigChannel, MonthlyQuota, OnceStore, RateLimiter, SessionStore, Stores } from './types';
 
 /** In-process stores for standalone mode: one process, so a Map is the shared state. */
 export function createMemoryStores(): Stores {
@@ -14,6 +14,7 @@ export function createMemoryStores(): Stores {
     const now = Date.now();
     for (const [k, v] of sessions) if (v.expiresAt <= now) sessions.delete(k);
     for (const [k, v] of counters) if (v.expiresAt <= now) counters.delete(k);
+    for (const [k, until] of claims) if (until <= now) claims.delete(k);
   }, 60_000);
   sweep.unref();
 
@@ -58,6 +59,20 @@ export function createMemoryStores(): Stores {
     },
   };
 
+  const claims = new Map<string, number>();
+  const once: OnceStore = {
+    async claim(key, ttlMs) {
+      const now = Date.now();
+      const until = claims.get(key);
+      if (until !== undefined && until > now) return false;
+      claims.set(key, now + ttlMs);
+      return true;
+    },
+    async release(key) {
+      claims.delete(key);
+    },
+  };
+
   const channel: ConfigChannel = {
     async publish(siteId) {
       events.emit('site', siteId);
@@ -75,6 +90,7 @@ export function createMemoryStores(): Stores {
     rateLimiter,
     quota,
     sessions: sessionStore,
+    once,
     channel,
     async ping() {},
     async close() {

@@ -1,5 +1,5 @@
 import { Redis } from 'ioredis';
-import type { ConfigChannel, MonthlyQuota, RateLimiter, SessionStore, Stores } from './types';
+import type { ConfigChannel, MonthlyQuota, OnceStore, RateLimiter, SessionStore, Stores } from './types';
 
 const PREFIX = 'trackhouse:';
 const CONFIG_CHANNEL = `${PREFIX}site-config`;
@@ -56,8 +56,13 @@ interface ScriptedRedis extends Redis {
 }
 
 /** Stores shared by every replica through one Redis; each check is one atomic Lua script. */
-export function createRedisStores(url: string): Stores {
-  const redis = new Redis(url, { maxRetriesPerRequest: 1, enableOfflineQueue: true }) as ScriptedRedis;
+export function createRedisStores(url: string, opts: { commandTimeoutMs?: number } = {}): Stores {
+  // A command fails after one reconnect attempt or `commandTimeoutMs`, so a caller can fall back
+  // (see withLocalFallback) instead of holding requests while Redis is away.
+  const redis = new Redis(url, {
+    maxRetriesPerRequest: 1,
+    commandTimeout: opts.commandTimeoutMs ?? 500,
+  }) as ScriptedRedis;
   redis.defineCommand('slidingWindow', { numberOfKeys: 2, lua: SLIDING_WINDOW });
   redis.defineCommand('quota', { numberOfKeys: 1, lua: QUOTA });
   redis.defineCommand('session', { numberOfKeys: 1, lua: SESSION });
@@ -89,6 +94,15 @@ export function createRedisStores(url: string): Stores {
     touch: (key, newId, ttlMs) => redis.session(`${PREFIX}session:${key}`, newId, ttlMs),
   };
 
+  const once: OnceStore = {
+    async claim(key, ttlMs) {
+      return (await redis.set(`${PREFIX}once:${key}`, '1', 'PX', ttlMs, 'NX')) === 'OK';
+    },
+    async release(key) {
+      await redis.del(`${PREFIX}once:${key}`);
+    },
+  };
+
   const channel: ConfigChannel = {
     async publish(siteId) {
       await redis.publish(CONFIG_CHANNEL, String(siteId));
@@ -112,6 +126,7 @@ export function createRedisStores(url: string): Stores {
     rateLimiter,
     quota,
     sessions,
+    once,
     channel,
     async ping() {
       await redis.ping();

@@ -31,6 +31,14 @@ export interface SessionStore {
   touch(key: string, newId: string, ttlMs: number): Promise<string>;
 }
 
+/** Remembers ids for a while: client-supplied event ids are stored once however often sent. */
+export interface OnceStore {
+  /** True the first time a key is claimed within `ttlMs`. */
+  claim(key: string, ttlMs: number): Promise<boolean>;
+  /** Forgets a claim (the event it guarded was not stored after all). */
+  release(key: string): Promise<void>;
+}
+
 /** Site configuration changed: every ingest replica drops its cached copy. */
 export interface ConfigChannel {
   publish(siteId: number): Promise<void>;
@@ -42,6 +50,7 @@ export interface Stores {
   rateLimiter(name: string, max: number, windowMs: number): RateLimiter;
   readonly quota: MonthlyQuota;
   readonly sessions: SessionStore;
+  readonly once: OnceStore;
   readonly channel: ConfigChannel;
   ping(): Promise<void>;
   close(): Promise<void>;

@@ -124,6 +124,20 @@ for (const form of forms) {
       });
     });
 
+    describe('once', () => {
+      it('grants a key once until it expires or is released, even to concurrent claimers', async () => {
+        const k = key();
+        const claims = await Promise.all(Array.from({ length: 20 }, () => stores.once.claim(k, 60_000)));
+        expect(claims.filter(Boolean)).toHaveLength(1);
+        await stores.once.release(k);
+        expect(await stores.once.claim(k, 60_000)).toBe(true);
+        const short = key();
+        expect(await stores.once.claim(short, 50)).toBe(true);
+        await new Promise((r) => setTimeout(r, 120));
+        expect(await stores.once.claim(short, 50)).toBe(true);
+      });
+    });
+
     describe('config channel', () => {
       it('delivers published site ids to subscribers until they unsubscribe', async () => {
         const seen: number[] = [];

@@ -8,10 +8,14 @@ export interface ServiceOptions {
   service: string;
   /** Refuse to start without SECRET (ingest replicas must agree on visitor ids). */
   requireSecret?: boolean;
+  /** The app, and what to close after the listener stops and before the stores close. */
+  build: (runtime: Runtime, ch: ClickHouse) => Promise<BuiltService> | BuiltService;
+}
+
+export interface BuiltService {
   // biome-ignore lint/suspicious/noExplicitAny: any Hono app, whatever its env type
-  build: (runtime: Runtime, ch: ClickHouse) => Hono<any> | Promise<Hono<any>>;
-  /** Runs after the listener has stopped accepting, before the stores close. */
-  beforeClose?: () => Promise<void>;
+  app: Hono<any>;
+  close?: () => Promise<void>;
 }
 
 /** main() of a service process: config, clients, migrations, listen, clean shutdown. */
@@ -34,13 +38,13 @@ async function start(opts: ServiceOptions): Promise<void> {
     await runtime.close();
     throw err;
   });
-  const app = await opts.build(runtime, ch);
-  const served = await listen(app, config.HOST, config.PORT);
+  const built = await opts.build(runtime, ch);
+  const served = await listen(built.app, config.HOST, config.PORT);
   runtime.log.info({ url: served.url }, `${opts.service} listening`);
   console.log(`trackhouse ${opts.service} listening on ${served.url}`);
   onShutdownSignal(runtime.log, async () => {
     await served.close();
-    await opts.beforeClose?.();
+    await built.close?.();
     await ch.close();
     await runtime.close();
   });

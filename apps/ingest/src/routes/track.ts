@@ -1,0 +1,47 @@
+import type { HttpEnv } from '@trackhouse/core';
+import type { Hono } from 'hono';
+import { bodyLimit } from 'hono/body-limit';
+import { tooLarge } from '../cors';
+import {
+  authenticate,
+  authorizeSite,
+  checkAnonymous,
+  loadSite,
+  overloaded,
+  parseProperties,
+  processEvent,
+  rateLimitHeaders,
+} from '../pipeline';
+import { parseWith, readJson, requestInfo, TRACK_BODY_LIMIT } from '../request';
+import { trackPayloadSchema } from '../schemas';
+import { OverloadedError } from '../writer/writer';
+import type { IngestContext } from './context';
+
+/** POST /api/track: the pipeline of SPEC section 6, in its order. */
+export function mountTrack(app: Hono<HttpEnv>, ctx: IngestContext): void {
+  app.post('/api/track', bodyLimit({ maxSize: TRACK_BODY_LIMIT, onError: tooLarge }), async (c) => {
+    const now = new Date();
+    const body = await readJson(c);
+    const payload = parseWith(trackPayloadSchema, body);
+    const properties = parseProperties(payload.properties);
+    const site = await loadSite(ctx.pipeline, payload.site_id);
+    const info = requestInfo(c, ctx.trustProxy, payload.api_key);
+    const userAgent = payload.user_agent ?? info.userAgent;
+    if (info.apiKey) {
+      const creds = await authenticate(ctx.pipeline, info.apiKey, now);
+      for (const [k, v] of Object.entries(rateLimitHeaders(creds.rateLimit))) c.header(k, v);
+      await authorizeSite(ctx.pipeline, creds, site);
+    } else {
+      checkAnonymous(site, userAgent, info);
+    }
+    const outcome = await processEvent(ctx.pipeline, site, payload, properties, info, { now });
+    if (outcome.kind === 'skip') return c.json({ success: true, tracked: false, reason: outcome.reason });
+    try {
+      await ctx.writer.append([outcome.row]);
+    } catch (err) {
+      if (err instanceof OverloadedError) throw overloaded();
+      throw err;
+    }
+    return c.json({ success: true });
+  });
+}
