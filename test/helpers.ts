@@ -1,4 +1,3 @@
-import { type ChildProcess, spawn } from 'node:child_process';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -60,81 +59,4 @@ export async function createTestClickHouse(): Promise<{
   };
 }
 
-export interface RunResult {
-  code: number | null;
-  stdout: string;
-  stderr: string;
-}
-
-/** Runs a TypeScript entry point of this repo in its own Node process (through tsx). */
-export function runEntry(
-  entry: string,
-  args: string[],
-  env: Record<string, string | undefined>,
-): Promise<RunResult> {
-  return new Promise((resolveRun, reject) => {
-    const child = spawn(process.execPath, ['--import', 'tsx', join(ROOT, entry), ...args], {
-      cwd: ROOT,
-      env: { ...cleanEnv(), ...env },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (d: Buffer) => {
-      stdout += d.toString();
-    });
-    child.stderr.on('data', (d: Buffer) => {
-      stderr += d.toString();
-    });
-    child.on('error', reject);
-    child.on('close', (code) => resolveRun({ code, stdout, stderr }));
-  });
-}
-
-/** The parent's environment without trackhouse's own variables, so tests choose every store. */
-export function cleanEnv(): Record<string, string | undefined> {
-  const env = { ...process.env };
-  for (const key of ['DATABASE_URL', 'REDIS_URL', 'CLICKHOUSE_URL', 'DATA_DIR', 'SECRET', 'PORT', 'HOST'])
-    delete env[key];
-  return env;
-}
-
-export interface StartedServer {
-  url: string;
-  child: ChildProcess;
-  output: () => string;
-  stop: (signal?: NodeJS.Signals) => Promise<number | null>;
-}
-
-/** Starts a server entry point on a free port and resolves once it printed its URL. */
-export function startEntry(entry: string, env: Record<string, string | undefined>): Promise<StartedServer> {
-  return new Promise((resolveStart, reject) => {
-    const child = spawn(process.execPath, ['--import', 'tsx', join(ROOT, entry)], {
-      cwd: ROOT,
-      env: { ...cleanEnv(), PORT: '0', LOG_LEVEL: 'warn', ...env },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    let output = '';
-    const exited = new Promise<number | null>((r) => child.once('exit', (code) => r(code)));
-    const onData = (d: Buffer) => {
-      output += d.toString();
-      const match = output.match(/listening on (http:\/\/\S+)/);
-      if (match) {
-        resolveStart({
-          url: match[1]!,
-          child,
-          output: () => output,
-          stop: async (signal = 'SIGTERM') => {
-            if (child.exitCode === null) child.kill(signal);
-            return exited;
-          },
-        });
-      }
-    };
-    child.stdout.on('data', onData);
-    child.stderr.on('data', (d: Buffer) => {
-      output += d.toString();
-    });
-    child.once('exit', (code) => reject(new Error(`exited with ${code} before listening:\n${output}`)));
-  });
-}
+export { cleanEnv, type RunResult, runEntry, type StartedServer, startEntry } from './processes';

@@ -1,21 +1,28 @@
-import { ApiError } from '@trackhouse/core';
-import type { Context } from 'hono';
-import { cors } from 'hono/cors';
+import type { MiddlewareHandler } from 'hono';
+
+const ALLOW_HEADERS = 'Authorization, Content-Type, x-private-key';
+const EXPOSE_HEADERS = 'Retry-After, RateLimit-Limit, RateLimit-Remaining, RateLimit-Reset, X-Request-Id';
 
 /**
  * Tracking CORS: any origin, echoed with credentials allowed (browser beacons carry credentials,
- * and a `*` answer makes browsers drop them).
+ * and a `*` answer makes browsers drop them). Headers go through `c.header` so they land on
+ * whatever response follows, errors included, without building an intermediate Response.
  */
-export const trackingCors = cors({
-  origin: (origin) => origin || '*',
-  credentials: true,
-  allowMethods: ['GET', 'POST', 'OPTIONS'],
-  allowHeaders: ['Authorization', 'Content-Type', 'x-private-key'],
-  exposeHeaders: ['Retry-After', 'RateLimit-Limit', 'RateLimit-Remaining', 'RateLimit-Reset', 'X-Request-Id'],
-  maxAge: 86_400,
-});
-
-export function tooLarge(c: Context): Response {
-  const err = new ApiError('PAYLOAD_TOO_LARGE', 'Payload too large');
-  return c.json(err.toBody(), err.status);
-}
+export const trackingCors: MiddlewareHandler = async (c, next) => {
+  const origin = c.req.header('origin');
+  if (origin) {
+    c.header('Access-Control-Allow-Origin', origin);
+    c.header('Access-Control-Allow-Credentials', 'true');
+    c.header('Vary', 'Origin');
+  } else {
+    c.header('Access-Control-Allow-Origin', '*');
+  }
+  if (c.req.method === 'OPTIONS') {
+    c.header('Access-Control-Allow-Methods', 'GET, POST, OPTIONS');
+    c.header('Access-Control-Allow-Headers', ALLOW_HEADERS);
+    c.header('Access-Control-Max-Age', '86400');
+    return c.body(null, 204);
+  }
+  c.header('Access-Control-Expose-Headers', EXPOSE_HEADERS);
+  await next();
+};

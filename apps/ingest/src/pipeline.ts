@@ -14,7 +14,6 @@ import {
   type createVisitorIds,
   type Geo,
   headerHost,
-  isbot,
   isHostOfDomain,
   parseQuery,
   storedReferrer,
@@ -120,8 +119,14 @@ export async function authorizeSite(
 }
 
 /** Step 6: what a keyless (browser) request must pass. */
-export function checkAnonymous(site: TrackedSite, userAgent: string, info: RequestInfo): void {
-  if (site.record.blockBots && isbot(userAgent)) throw new ApiError('BOT_DETECTED', 'Bot detected');
+export function checkAnonymous(
+  deps: PipelineDeps,
+  site: TrackedSite,
+  userAgent: string,
+  info: RequestInfo,
+): void {
+  if (site.record.blockBots && deps.parseUserAgent(userAgent).isBot)
+    throw new ApiError('BOT_DETECTED', 'Bot detected');
   const source = info.origin ?? info.referer;
   if (source === undefined) return;
   const host = headerHost(source);

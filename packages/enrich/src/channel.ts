@@ -28,8 +28,19 @@ const mediums = Object.fromEntries(Object.entries(lists.mediums).map(([k, v]) =>
 const SEARCH_CLICK_IDS = lists.clickIds.search;
 const SOCIAL_CLICK_IDS = lists.clickIds.social;
 
+const familyCache = new Map<string, Family | undefined>();
+
 /** The source family of a host or utm_source value, by the rules in data/channels.json. */
 export function sourceFamily(value: string): Family | undefined {
+  if (familyCache.has(value)) return familyCache.get(value);
+  const family = findFamily(value);
+  // Hosts and sources repeat; the cache is bounded by clearing it when it grows large.
+  if (familyCache.size >= 10_000) familyCache.clear();
+  familyCache.set(value, family);
+  return family;
+}
+
+function findFamily(value: string): Family | undefined {
   const host = value
     .trim()
     .toLowerCase()

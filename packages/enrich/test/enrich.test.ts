@@ -90,7 +90,11 @@ describe('user agents', () => {
       operating_system: 'Windows',
       operating_system_version: '10',
       device_type: 'desktop',
+      isBot: false,
     });
+    expect(parse('Mozilla/5.0 (compatible; Googlebot/2.1; +http://www.google.com/bot.html)').isBot).toBe(
+      true,
+    );
     const iphone =
       'Mozilla/5.0 (iPhone; CPU iPhone OS 17_5 like Mac OS X) AppleWebKit/605.1.15 (KHTML, like Gecko) Version/17.5 Mobile/15E148 Safari/604.1';
     expect(parse(iphone)).toMatchObject({

@@ -1,7 +1,5 @@
 import { ApiError, type HttpEnv } from '@trackhouse/core';
 import type { Hono } from 'hono';
-import { bodyLimit } from 'hono/body-limit';
-import { tooLarge } from '../cors';
 import {
   authenticate,
   authorizeSite,
@@ -36,9 +34,9 @@ export interface ItemResult {
 
 /** POST /api/track/batch: 1..1000 events, one rate-limit hit, per-item results, one fsync. */
 export function mountBatch(app: Hono<HttpEnv>, ctx: IngestContext): void {
-  app.post('/api/track/batch', bodyLimit({ maxSize: BATCH_BODY_LIMIT, onError: tooLarge }), async (c) => {
+  app.post('/api/track/batch', async (c) => {
     const now = new Date();
-    const envelope = parseWith(batchEnvelopeSchema, await readJson(c));
+    const envelope = parseWith(batchEnvelopeSchema, await readJson(c, BATCH_BODY_LIMIT));
     const info = requestInfo(c, ctx.trustProxy, envelope.api_key);
     if (!info.apiKey) throw new ApiError('MISSING_API_KEY', 'An API key is required for batch tracking');
     const creds = await authenticate(ctx.pipeline, info.apiKey, now);

@@ -1,7 +1,5 @@
 import type { HttpEnv } from '@trackhouse/core';
 import type { Hono } from 'hono';
-import { bodyLimit } from 'hono/body-limit';
-import { tooLarge } from '../cors';
 import {
   authenticate,
   authorizeSite,
@@ -19,9 +17,9 @@ import type { IngestContext } from './context';
 
 /** POST /api/track: the pipeline of SPEC section 6, in its order. */
 export function mountTrack(app: Hono<HttpEnv>, ctx: IngestContext): void {
-  app.post('/api/track', bodyLimit({ maxSize: TRACK_BODY_LIMIT, onError: tooLarge }), async (c) => {
+  app.post('/api/track', async (c) => {
     const now = new Date();
-    const body = await readJson(c);
+    const body = await readJson(c, TRACK_BODY_LIMIT);
     const payload = parseWith(trackPayloadSchema, body);
     const properties = parseProperties(payload.properties);
     const site = await loadSite(ctx.pipeline, payload.site_id);
@@ -32,7 +30,7 @@ export function mountTrack(app: Hono<HttpEnv>, ctx: IngestContext): void {
       for (const [k, v] of Object.entries(rateLimitHeaders(creds.rateLimit))) c.header(k, v);
       await authorizeSite(ctx.pipeline, creds, site);
     } else {
-      checkAnonymous(site, userAgent, info);
+      checkAnonymous(ctx.pipeline, site, userAgent, info);
     }
     const outcome = await processEvent(ctx.pipeline, site, payload, properties, info, { now });
     if (outcome.kind === 'skip') return c.json({ success: true, tracked: false, reason: outcome.reason });

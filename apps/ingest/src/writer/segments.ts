@@ -57,11 +57,13 @@ export async function findSegments(dir: string): Promise<{ segments: Segment[]; 
  * A segment's complete lines. A crash can leave a torn last line; it was never fsync'ed as a
  * whole and so never acknowledged, and is dropped here.
  */
-export async function readCompleteLines(path: string): Promise<{ data: Buffer; rows: number }> {
+export async function readCompleteLines(
+  path: string,
+): Promise<{ data: Buffer; rows: number; torn: boolean }> {
   const raw = await readFile(path);
   const end = raw.lastIndexOf(0x0a) + 1;
   const data = raw.subarray(0, end);
   let rows = 0;
-  for (let i = 0; i < data.length; i++) if (data[i] === 0x0a) rows++;
-  return { data, rows };
+  for (let i = data.indexOf(0x0a); i !== -1; i = data.indexOf(0x0a, i + 1)) rows++;
+  return { data, rows, torn: end !== raw.length };
 }

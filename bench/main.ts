@@ -1,0 +1,16 @@
+import { benchIngest } from './ingest';
+
+const [what, ...args] = process.argv.slice(2);
+const benches: Record<string, (args: string[]) => Promise<void>> = { ingest: benchIngest };
+const run = what ? benches[what] : undefined;
+if (!run) {
+  console.error(`usage: pnpm bench <${Object.keys(benches).join('|')}> [options]`);
+  process.exit(2);
+}
+run(args).then(
+  () => process.exit(0),
+  (err: unknown) => {
+    console.error(err);
+    process.exit(1);
+  },
+);

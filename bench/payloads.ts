@@ -1,0 +1,111 @@
+/** A realistic, reproducible mix of tracking payloads: many UAs and IPs, all four event types. */
+
+const USER_AGENTS = [
+  'Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/131.0.0.0 Safari/537.36',
+  'Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/130.0.0.0 Safari/537.36 Edg/130.0.0.0',
+  'Mozilla/5.0 (Windows NT 10.0; Win64; x64; rv:132.0) Gecko/20100101 Firefox/132.0',
+  'Mozilla/5.0 (Macintosh; Intel Mac OS X 10_15_7) AppleWebKit/605.1.15 (KHTML, like Gecko) Version/17.6 Safari/605.1.15',
+  'Mozilla/5.0 (Macintosh; Intel Mac OS X 10_15_7) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/131.0.0.0 Safari/537.36',
+  'Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/129.0.0.0 Safari/537.36',
+  'Mozilla/5.0 (X11; Ubuntu; Linux x86_64; rv:131.0) Gecko/20100101 Firefox/131.0',
+  'Mozilla/5.0 (iPhone; CPU iPhone OS 17_5 like Mac OS X) AppleWebKit/605.1.15 (KHTML, like Gecko) Version/17.5 Mobile/15E148 Safari/604.1',
+  'Mozilla/5.0 (iPhone; CPU iPhone OS 18_1 like Mac OS X) AppleWebKit/605.1.15 (KHTML, like Gecko) CriOS/131.0.6778.73 Mobile/15E148 Safari/604.1',
+  'Mozilla/5.0 (iPad; CPU OS 17_4 like Mac OS X) AppleWebKit/605.1.15 (KHTML, like Gecko) Version/17.4 Mobile/15E148 Safari/604.1',
+  'Mozilla/5.0 (Linux; Android 14; Pixel 8) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/131.0.6778.39 Mobile Safari/537.36',
+  'Mozilla/5.0 (Linux; Android 13; SM-S918B) AppleWebKit/537.36 (KHTML, like Gecko) SamsungBrowser/25.0 Chrome/121.0.0.0 Mobile Safari/537.36',
+  'Mozilla/5.0 (Linux; Android 12; SM-X700) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/120.0.0.0 Safari/537.36',
+  'Mozilla/5.0 (SMART-TV; Linux; Tizen 6.0) AppleWebKit/537.36 (KHTML, like Gecko) SamsungBrowser/4.0 Chrome/76.0.3809.146 TV Safari/537.36',
+  'Mozilla/5.0 (PlayStation 5 3.20) AppleWebKit/605.1.15 (KHTML, like Gecko)',
+  'Mozilla/5.0 (X11; CrOS x86_64 14541.0.0) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/129.0.0.0 Safari/537.36',
+  'Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/131.0.0.0 Safari/537.36 OPR/114.0.0.0',
+  'Mozilla/5.0 (Linux; Android 14; moto g84 5G) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/130.0.0.0 Mobile Safari/537.36',
+];
+const PATHS = [
+  '/',
+  '/pricing',
+  '/blog',
+  '/blog/launch',
+  '/docs',
+  '/docs/getting-started',
+  '/signup',
+  '/login',
+  '/about',
+  '/contact',
+];
+const REFERRERS = [
+  '',
+  '',
+  '',
+  'https://www.google.com/',
+  'https://duckduckgo.com/',
+  'https://t.co/abc',
+  'https://news.ycombinator.com/',
+  'https://chatgpt.com/',
+  'https://blog.partner.io/post',
+];
+const QUERIES = [
+  '',
+  '',
+  '',
+  '?utm_source=newsletter&utm_medium=email',
+  '?gclid=abc123',
+  '?utm_source=facebook&utm_medium=paid_social&utm_campaign=fall',
+];
+const LANGS = ['en-US', 'en-GB', 'de-DE', 'fr-FR', 'es-ES', 'ja-JP', 'pt-BR'];
+
+/** Deterministic PRNG so every run sends the same mix. */
+function rng(seed: number) {
+  let s = seed >>> 0;
+  return () => {
+    s = (s + 0x6d2b79f5) >>> 0;
+    let t = s;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+export function makeEvents(siteId: number, count: number, seed = 7): Record<string, unknown>[] {
+  const r = rng(seed);
+  const pick = <T>(list: readonly T[]) => list[Math.floor(r() * list.length)]!;
+  const events: Record<string, unknown>[] = [];
+  for (let i = 0; i < count; i++) {
+    const roll = r();
+    const type = roll < 0.7 ? 'pageview' : roll < 0.88 ? 'custom_event' : roll < 0.95 ? 'outbound' : 'error';
+    // Public unicast addresses spread over many networks.
+    const ip = `${1 + Math.floor(r() * 223)}.${Math.floor(r() * 256)}.${Math.floor(r() * 256)}.${1 + Math.floor(r() * 254)}`;
+    const event: Record<string, unknown> = {
+      site_id: siteId,
+      type,
+      hostname: 'bench.test',
+      pathname: pick(PATHS),
+      page_title: 'Bench page',
+      querystring: pick(QUERIES),
+      referrer: pick(REFERRERS),
+      user_agent: pick(USER_AGENTS),
+      ip_address: ip === '127.0.0.1' ? '8.8.8.8' : ip,
+      language: pick(LANGS),
+      screenWidth: pick([390, 414, 768, 1280, 1440, 1920]),
+      screenHeight: pick([844, 896, 1024, 800, 900, 1080]),
+    };
+    if (type === 'custom_event') {
+      event.event_name = pick(['signup', 'add_to_cart', 'purchase', 'play']);
+      event.properties = JSON.stringify({
+        plan: pick(['free', 'pro', 'team']),
+        value: Math.floor(r() * 100),
+      });
+    } else if (type === 'outbound') {
+      event.properties = JSON.stringify({ url: 'https://github.com/x', text: 'GitHub', target: '_blank' });
+    } else if (type === 'error') {
+      event.event_name = 'TypeError';
+      event.properties = JSON.stringify({
+        message: 'x is undefined',
+        stack: 'at f (app.js:1:2)',
+        fileName: 'app.js',
+        lineNumber: 1,
+      });
+    }
+    events.push(event);
+  }
+  return events;
+}
