@@ -79,19 +79,34 @@ function accessLog(
   requests: Counter<string>,
   duration: Histogram<string>,
 ): MiddlewareHandler<HttpEnv> {
+  // Label children are looked up once per (method, route, status), not hashed per request.
+  const counters = new Map<string, Counter.Internal>();
+  const timers = new Map<string, Histogram.Internal<string>>();
   return async (c, next) => {
     const started = performance.now();
     await next();
     const elapsed = performance.now() - started;
     const route = c.req.routePath || 'unmatched';
     const status = c.res.status;
-    requests.inc({ service, method: c.req.method, route, status: String(status) });
-    duration.observe({ service, route }, elapsed / 1000);
+    const method = c.req.method;
+    const counterKey = `${method} ${route} ${status}`;
+    let counter = counters.get(counterKey);
+    if (!counter) {
+      counter = requests.labels({ service, method, route, status: String(status) });
+      counters.set(counterKey, counter);
+    }
+    counter.inc();
+    let timer = timers.get(route);
+    if (!timer) {
+      timer = duration.labels({ service, route });
+      timers.set(route, timer);
+    }
+    timer.observe(elapsed / 1000);
     if (log.isLevelEnabled('info')) {
       log.info({
         requestId: c.get('requestId'),
         service,
-        method: c.req.method,
+        method,
         path: c.req.path,
         status,
         durationMs: Math.round(elapsed * 100) / 100,

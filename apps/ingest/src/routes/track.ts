@@ -15,6 +15,9 @@ import { trackPayloadSchema } from '../schemas';
 import { OverloadedError } from '../writer/writer';
 import type { IngestContext } from './context';
 
+const SUCCESS = JSON.stringify({ success: true });
+const JSON_HEADERS = { 'Content-Type': 'application/json' };
+
 /** POST /api/track: the pipeline of SPEC section 6, in its order. */
 export function mountTrack(app: Hono<HttpEnv>, ctx: IngestContext): void {
   app.post('/api/track', async (c) => {
@@ -40,6 +43,6 @@ export function mountTrack(app: Hono<HttpEnv>, ctx: IngestContext): void {
       if (err instanceof OverloadedError) throw overloaded();
       throw err;
     }
-    return c.json({ success: true });
+    return c.body(SUCCESS, 200, JSON_HEADERS);
   });
 }
