@@ -55,8 +55,30 @@ export interface Credentials {
   rateLimit: RateLimitResult;
 }
 
-/** One row of the events table, as JSONEachRow. */
+/** One row of the events table. */
 export type EventRow = Record<string, string | number | Record<string, string>>;
+
+/**
+ * A row as one JSONEachRow line. Empty strings, zeros and an empty map are left out: the table's
+ * defaults are the same values, and the line is shorter to write, fsync and parse.
+ */
+export function serializeRow(row: EventRow): string {
+  let line = '{';
+  for (const key in row) {
+    const value = row[key]!;
+    if (value === '' || value === 0) continue;
+    if (typeof value === 'object') {
+      let empty = true;
+      for (const _ in value) {
+        empty = false;
+        break;
+      }
+      if (empty) continue;
+    }
+    line += `${line.length > 1 ? ',' : ''}"${key}":${typeof value === 'number' ? value : JSON.stringify(value)}`;
+  }
+  return `${line}}\n`;
+}
 
 export type Outcome =
   | { kind: 'store'; row: EventRow }

@@ -1,3 +1,4 @@
+import { isIP } from 'node:net';
 import { z } from 'zod';
 
 export const EVENT_TYPES = ['pageview', 'custom_event', 'outbound', 'error'] as const;
@@ -12,7 +13,7 @@ const siteId = z.union([
     .pipe(z.number().max(2_147_483_647)),
 ]);
 
-const ip = z.union([z.ipv4(), z.ipv6()], { error: 'must be a valid IPv4 or IPv6 address' });
+const ip = z.string().refine((v) => isIP(v) !== 0, 'must be a valid IPv4 or IPv6 address');
 const screen = z.number().int().min(0).max(65535);
 
 /** Fields of one tracked event (SPEC section 6); unknown fields are rejected. */

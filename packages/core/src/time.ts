@@ -7,10 +7,24 @@ export function toIso(value: Date | string | number): string {
   return new Date(normalized).toISOString();
 }
 
-/** "YYYY-MM-DD HH:MM:SS.mmm" in UTC, the text form ClickHouse accepts for DateTime64(3). */
+let formattedMs = Number.NaN;
+let formatted = '';
+
+/**
+ * "YYYY-MM-DD HH:MM:SS.mmm" in UTC, the text form ClickHouse accepts for DateTime64(3).
+ * Events arrive many per millisecond, so the last result is reused.
+ */
 export function toClickHouseDateTime(date: Date): string {
-  return date.toISOString().replace('T', ' ').replace('Z', '');
+  const ms = date.getTime();
+  if (ms !== formattedMs) {
+    formattedMs = ms;
+    const iso = date.toISOString();
+    formatted = `${iso.slice(0, 10)} ${iso.slice(11, 23)}`;
+  }
+  return formatted;
 }
+
+const pad2 = (n: number) => (n < 10 ? `0${n}` : String(n));
 
 /** First instant of the UTC calendar month after `now`. */
 export function startOfNextUtcMonth(now: Date): Date {
@@ -19,12 +33,12 @@ export function startOfNextUtcMonth(now: Date): Date {
 
 /** "YYYY-MM" of the UTC calendar month, the key of monthly quotas. */
 export function utcMonthKey(now: Date): string {
-  return now.toISOString().slice(0, 7);
+  return `${now.getUTCFullYear()}-${pad2(now.getUTCMonth() + 1)}`;
 }
 
 /** "YYYY-MM-DD" of the UTC day, the key of daily salts. */
 export function utcDayKey(now: Date): string {
-  return now.toISOString().slice(0, 10);
+  return `${now.getUTCFullYear()}-${pad2(now.getUTCMonth() + 1)}-${pad2(now.getUTCDate())}`;
 }
 
 export function secondsUntil(target: Date, now: Date): number {

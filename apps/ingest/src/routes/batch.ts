@@ -11,6 +11,7 @@ import {
   processEvent,
   type RequestInfo,
   rateLimitHeaders,
+  serializeRow,
 } from '../pipeline';
 import { BATCH_BODY_LIMIT, parseWith, readJson, requestInfo } from '../request';
 import { batchEnvelopeSchema, batchItemSchema } from '../schemas';
@@ -45,10 +46,16 @@ export function mountBatch(app: Hono<HttpEnv>, ctx: IngestContext): void {
     const outcomes = await Promise.all(
       envelope.events.map((raw, index) => processItem(ctx, creds, info, raw, index, now)),
     );
-    const rows = outcomes.flatMap((o) => (o.row ? [o.row] : []));
-    if (rows.length > 0) {
+    let lines = '';
+    let rows = 0;
+    for (const o of outcomes) {
+      if (!o.row) continue;
+      lines += serializeRow(o.row);
+      rows++;
+    }
+    if (rows > 0) {
       try {
-        await ctx.writer.append(rows);
+        await ctx.writer.append(lines, rows);
       } catch (err) {
         await Promise.all(outcomes.map((o) => o.claimed && ctx.pipeline.stores.once.release(o.claimed)));
         if (err instanceof OverloadedError) throw overloaded();

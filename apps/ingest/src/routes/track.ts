@@ -9,6 +9,7 @@ import {
   parseProperties,
   processEvent,
   rateLimitHeaders,
+  serializeRow,
 } from '../pipeline';
 import { parseWith, readJson, requestInfo, TRACK_BODY_LIMIT } from '../request';
 import { trackPayloadSchema } from '../schemas';
@@ -38,7 +39,7 @@ export function mountTrack(app: Hono<HttpEnv>, ctx: IngestContext): void {
     const outcome = await processEvent(ctx.pipeline, site, payload, properties, info, { now });
     if (outcome.kind === 'skip') return c.json({ success: true, tracked: false, reason: outcome.reason });
     try {
-      await ctx.writer.append([outcome.row]);
+      await ctx.writer.append(serializeRow(outcome.row), 1);
     } catch (err) {
       if (err instanceof OverloadedError) throw overloaded();
       throw err;

@@ -103,18 +103,19 @@ export class DurableWriter {
     return this.bufferedBytes + this.pendingBytes + extraBytes > this.opts.maxBytes;
   }
 
-  /** Resolves when the rows are durable on disk; rejects with OverloadedError when full. */
-  append(rows: readonly object[]): Promise<void> {
+  /**
+   * Takes `rows` rows as JSONEachRow text (one JSON object per line, each ending in a newline).
+   * Resolves when they are durable on disk; rejects with OverloadedError when the buffer is full.
+   */
+  append(lines: string, rows: number): Promise<void> {
     if (this.closing) return Promise.reject(new Error('writer is closed'));
-    let text = '';
-    for (const row of rows) text += `${JSON.stringify(row)}\n`;
-    const data = Buffer.from(text);
+    const data = Buffer.from(lines);
     if (this.isFull(data.length)) {
-      this.metrics.overloaded.inc(rows.length);
+      this.metrics.overloaded.inc(rows);
       return Promise.reject(new OverloadedError());
     }
     this.pending.push(data);
-    this.pendingRows += rows.length;
+    this.pendingRows += rows;
     this.pendingBytes += data.length;
     const done = new Promise<void>((resolve, reject) => this.waiters.push({ resolve, reject }));
     if (!this.commitScheduled) {
