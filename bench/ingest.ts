@@ -74,7 +74,8 @@ export async function benchIngest(args: string[]): Promise<void> {
   const connections = Number(args[args.indexOf('--connections') + 1]) || 50;
   const batchSize = 100;
   const dataDir = mkdtempSync(join(tmpdir(), 'trackhouse-bench-'));
-  const env = { DATA_DIR: dataDir, LOG_LEVEL: 'info', UV_THREADPOOL_SIZE: '16' };
+  // The same runtime settings as `pnpm start` (package.json).
+  const env = { DATA_DIR: dataDir, LOG_LEVEL: 'info', UV_THREADPOOL_SIZE: '16', NODE_OPTIONS: '--max-semi-space-size=64' };
   let server: StartedServer | undefined;
   let trivial: StartedServer | undefined;
   try {
