@@ -75,7 +75,12 @@ export async function benchIngest(args: string[]): Promise<void> {
   const batchSize = 100;
   const dataDir = mkdtempSync(join(tmpdir(), 'trackhouse-bench-'));
   // The same runtime settings as `pnpm start` (package.json).
-  const env = { DATA_DIR: dataDir, LOG_LEVEL: 'info', UV_THREADPOOL_SIZE: '16', NODE_OPTIONS: '--max-semi-space-size=64' };
+  const env = {
+    DATA_DIR: dataDir,
+    LOG_LEVEL: 'info',
+    UV_THREADPOOL_SIZE: '16',
+    NODE_OPTIONS: '--max-semi-space-size=64',
+  };
   let server: StartedServer | undefined;
   let trivial: StartedServer | undefined;
   try {

@@ -41,7 +41,9 @@ export async function createHarness(
   ]);
   const config: Config = loadConfig({ DATA_DIR: buffer.path, INGEST_BUFFER_DIR: buffer.path, ...opts.env });
   const stores: Stores =
-    opts.stores && opts.stores !== 'memory' ? createRedisStores(opts.stores.redisUrl) : createMemoryStores();
+    opts.stores && opts.stores !== 'memory'
+      ? createRedisStores(opts.stores.redisUrl, { prefix: `${uniqueName('test')}:` })
+      : createMemoryStores();
   const registry = new Registry();
   let ingest = await open();
   async function open() {

@@ -33,6 +33,11 @@ export const configSchema = z.object({
 
   DATABASE_URL: url(['postgres:', 'postgresql:']).optional(),
   REDIS_URL: url(['redis:', 'rediss:']).optional(),
+  /** Prefix of every Redis key and channel, so several deployments can share one Redis. */
+  REDIS_PREFIX: z
+    .string()
+    .regex(/^[A-Za-z0-9:_-]{1,64}$/, { message: 'letters, digits, ":", "_" or "-" only' })
+    .default('trackhouse:'),
   CLICKHOUSE_URL: url(['http:', 'https:']).optional(),
   CLICKHOUSE_USER: z.string().default('default'),
   CLICKHOUSE_PASSWORD: z.string().default(''),

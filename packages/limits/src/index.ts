@@ -8,6 +8,6 @@ import { createRedisStores } from './redis';
 import type { Stores } from './types';
 
 /** Redis when a URL is given (production, shared by replicas), else in-process (standalone). */
-export function createStores(redisUrl: string | undefined): Stores {
-  return redisUrl ? createRedisStores(redisUrl) : createMemoryStores();
+export function createStores(redisUrl: string | undefined, prefix?: string): Stores {
+  return redisUrl ? createRedisStores(redisUrl, { prefix }) : createMemoryStores();
 }

@@ -1,9 +1,6 @@
 import { Redis } from 'ioredis';
 import type { ConfigChannel, MonthlyQuota, OnceStore, RateLimiter, SessionStore, Stores } from './types';
 
-const PREFIX = 'trackhouse:';
-const CONFIG_CHANNEL = `${PREFIX}site-config`;
-
 // KEYS[1] log (sorted set of hit times), KEYS[2] sequence for unique members;
 // ARGV: now ms, window ms, max. Returns {allowed, count, oldest}.
 const SLIDING_WINDOW = `
@@ -56,7 +53,12 @@ interface ScriptedRedis extends Redis {
 }
 
 /** Stores shared by every replica through one Redis; each check is one atomic Lua script. */
-export function createRedisStores(url: string, opts: { commandTimeoutMs?: number } = {}): Stores {
+export function createRedisStores(
+  url: string,
+  opts: { commandTimeoutMs?: number; prefix?: string } = {},
+): Stores {
+  const PREFIX = opts.prefix ?? 'trackhouse:';
+  const CONFIG_CHANNEL = `${PREFIX}site-config`;
   // A command fails after one reconnect attempt or `commandTimeoutMs`, so a caller can fall back
   // (see withLocalFallback) instead of holding requests while Redis is away.
   const redis = new Redis(url, {
@@ -108,13 +110,19 @@ export function createRedisStores(url: string, opts: { commandTimeoutMs?: number
       await redis.publish(CONFIG_CHANNEL, String(siteId));
     },
     async subscribe(handler) {
-      subscriber ??= redis.duplicate();
+      // The subscriber waits for Redis as long as it takes (no retry limit), so a process that
+      // starts while Redis is away subscribes once it returns.
+      subscriber ??= redis.duplicate({ maxRetriesPerRequest: null, commandTimeout: undefined });
       subscriber.on('error', () => {});
       const listener = (ch: string, message: string) => {
         if (ch === CONFIG_CHANNEL) handler(Number(message));
       };
       subscriber.on('message', listener);
-      await subscriber.subscribe(CONFIG_CHANNEL);
+      const subscribed = subscriber.subscribe(CONFIG_CHANNEL).then(() => true);
+      subscribed.catch(() => {});
+      // Start-up does not wait for an absent Redis: cached site configuration expires after
+      // 2 seconds anyway, so a missed notification only delays a change by that much.
+      await Promise.race([subscribed, new Promise((r) => setTimeout(r, 1_000).unref())]);
       return async () => {
         subscriber?.off('message', listener);
       };

@@ -12,7 +12,7 @@ const forms: { name: string; make: () => Stores; skip: boolean }[] = [
   { name: 'in-process', make: createMemoryStores, skip: false },
   {
     name: redisUrl ? `redis (${redisUrl})` : 'redis (skipped: REDIS_URL is not set)',
-    make: () => createRedisStores(redisUrl),
+    make: () => createRedisStores(redisUrl, { prefix: `test-${process.pid}-${Date.now()}:` }),
     skip: !redisUrl,
   },
 ];

@@ -54,7 +54,7 @@ export async function openRuntime(config: Config, service: string): Promise<Runt
   const db = await openDatabase(
     config.DATABASE_URL ? { url: config.DATABASE_URL } : { dataDir: config.DATA_DIR },
   );
-  const stores = createStores(config.REDIS_URL);
+  const stores = createStores(config.REDIS_URL, config.REDIS_PREFIX);
   try {
     await migratePostgres(db.sql, MIGRATIONS.postgres);
     const secret = config.SECRET ?? (await readOrCreateSecret(config.DATA_DIR));

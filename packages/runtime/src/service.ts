@@ -2,7 +2,7 @@ import type { ClickHouse } from '@trackhouse/clickhouse';
 import { ConfigError, loadConfig } from '@trackhouse/core';
 import type { Hono } from 'hono';
 import { openClickHouse, openRuntime, type Runtime } from './index';
-import { listen, onShutdownSignal } from './serve';
+import { listen, onShutdownSignal, type Served } from './serve';
 
 export interface ServiceOptions {
   service: string;
@@ -39,13 +39,15 @@ async function start(opts: ServiceOptions): Promise<void> {
     throw err;
   });
   const built = await opts.build(runtime, ch);
-  const served = await listen(built.app, config.HOST, config.PORT);
-  runtime.log.info({ url: served.url }, `${opts.service} listening`);
-  console.log(`trackhouse ${opts.service} listening on ${served.url}`);
+  let served: Served | undefined;
+  // Installed before the URL is printed: whoever saw it may signal at once.
   onShutdownSignal(runtime.log, async () => {
-    await served.close();
+    await served?.close();
     await built.close?.();
     await ch.close();
     await runtime.close();
   });
+  served = await listen(built.app, config.HOST, config.PORT);
+  runtime.log.info({ url: served.url }, `${opts.service} listening`);
+  console.log(`trackhouse ${opts.service} listening on ${served.url}`);
 }
