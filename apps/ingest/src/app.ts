@@ -20,6 +20,7 @@ import type { IngestContext } from './routes/context';
 import { mountTrack } from './routes/track';
 import { mountTrackingConfig } from './routes/tracking-config';
 import { createIngestDirectory, type IngestDirectory } from './sites';
+import { claimBufferSlot } from './writer/slots';
 import { DurableWriter } from './writer/writer';
 
 /** Settings of the ingest service, taken from the parsed configuration. */
@@ -130,8 +131,11 @@ export async function openIngest(opts: OpenIngestOptions): Promise<IngestDeps & 
         })
       : opts.stores;
   const directory = await createIngestDirectory(opts.sql, stores.channel);
+  const slot = await claimBufferSlot(
+    opts.settings.INGEST_BUFFER_DIR ?? join(opts.settings.DATA_DIR, 'ingest-buffer'),
+  );
   const writer = await DurableWriter.open({
-    dir: opts.settings.INGEST_BUFFER_DIR ?? join(opts.settings.DATA_DIR, 'ingest-buffer'),
+    dir: slot.dir,
     ch: opts.ch,
     log: opts.log,
     registry: opts.registry,
@@ -151,6 +155,7 @@ export async function openIngest(opts: OpenIngestOptions): Promise<IngestDeps & 
     readiness: opts.readiness,
     async close() {
       await writer.close();
+      await slot.release();
       await directory.close();
     },
   };

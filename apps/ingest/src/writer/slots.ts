@@ -1,0 +1,62 @@
+import { randomBytes } from 'node:crypto';
+import { mkdir, readFile, rename, stat, utimes, writeFile } from 'node:fs/promises';
+import { hostname } from 'node:os';
+import { join } from 'node:path';
+
+const HEARTBEAT_MS = 5_000;
+const STALE_MS = 30_000;
+const MAX_SLOTS = 256;
+
+export interface BufferSlot {
+  dir: string;
+  release(): Promise<void>;
+}
+
+/**
+ * Claims a buffer directory `base/slot-N` for this process. Replicas may share one volume: each
+ * holds a slot through a lock file it touches every 5 s; a slot whose lock is older than 30 s
+ * belongs to a process that is gone, and the next process to start takes it over and replays
+ * what it left. So scaling down or replacing a replica never strands acknowledged events.
+ */
+export async function claimBufferSlot(base: string): Promise<BufferSlot> {
+  await mkdir(base, { recursive: true });
+  const owner = `${hostname()}:${process.pid}:${randomBytes(4).toString('hex')}`;
+  for (let n = 0; n < MAX_SLOTS; n++) {
+    const dir = join(base, `slot-${n}`);
+    const lock = join(dir, 'LOCK');
+    await mkdir(dir, { recursive: true });
+    if (!(await tryLock(lock, owner))) continue;
+    const timer = setInterval(() => {
+      const now = new Date();
+      utimes(lock, now, now).catch(() => {});
+    }, HEARTBEAT_MS);
+    timer.unref();
+    return {
+      dir,
+      async release() {
+        clearInterval(timer);
+        // Marks the slot free at once: the next process need not wait for it to go stale.
+        if ((await readFile(lock, 'utf8').catch(() => '')) === owner) await writeFile(lock, '');
+      },
+    };
+  }
+  throw new Error(`no free ingest buffer slot under ${base} (${MAX_SLOTS} in use)`);
+}
+
+async function tryLock(lock: string, owner: string): Promise<boolean> {
+  try {
+    await writeFile(lock, owner, { flag: 'wx' });
+    return true;
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
+  }
+  const [content, info] = await Promise.all([readFile(lock, 'utf8'), stat(lock)]);
+  const free = content === '' || Date.now() - info.mtimeMs > STALE_MS;
+  if (!free) return false;
+  // Take over through a rename (atomic), then check nobody else took it in the same moment.
+  const temp = `${lock}.${randomBytes(4).toString('hex')}`;
+  await writeFile(temp, owner);
+  await rename(temp, lock);
+  await new Promise((r) => setTimeout(r, 200));
+  return (await readFile(lock, 'utf8')) === owner;
+}
