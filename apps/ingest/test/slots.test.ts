@@ -1,4 +1,5 @@
 import { utimes, writeFile } from 'node:fs/promises';
+import { hostname } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { tempDir } from '../../../test/helpers';
@@ -19,6 +20,15 @@ describe('ingest buffer slots', () => {
     const c = await claimBufferSlot(base.path);
     expect(c.dir).toBe(a.dir);
     await Promise.all([b.release(), c.release()]);
+  });
+
+  it('takes over at once the slot of a dead process on this host', async () => {
+    const base = await tempDir('slots-dead');
+    cleanups.push(base.remove);
+    const held = await claimBufferSlot(base.path);
+    // A pid that cannot be running: the kernel's limit is far below it.
+    await writeFile(join(held.dir, 'LOCK'), `${hostname()}:2147483646:abcd`);
+    expect((await claimBufferSlot(base.path)).dir).toBe(held.dir);
   });
 
   it('takes over the slot of a process that stopped touching its lock 30 s ago', async () => {

@@ -15,8 +15,9 @@ export interface BufferSlot {
 /**
  * Claims a buffer directory `base/slot-N` for this process. Replicas may share one volume: each
  * holds a slot through a lock file it touches every 5 s; a slot whose lock is older than 30 s
- * belongs to a process that is gone, and the next process to start takes it over and replays
- * what it left. So scaling down or replacing a replica never strands acknowledged events.
+ * belongs to a process that is gone (on the same host, a dead pid tells at once), and the next
+ * process to start takes it over and replays what it left. So a crash, a restart, scaling down
+ * or replacing a replica never strands acknowledged events.
  */
 export async function claimBufferSlot(base: string): Promise<BufferSlot> {
   await mkdir(base, { recursive: true });
@@ -43,6 +44,23 @@ export async function claimBufferSlot(base: string): Promise<BufferSlot> {
   throw new Error(`no free ingest buffer slot under ${base} (${MAX_SLOTS} in use)`);
 }
 
+/**
+ * A holder on this host whose process no longer runs (a kill -9, a crash) is known to be gone at
+ * once; so is one with our own pid, a previous run of a restarted container.
+ */
+function holderIsGone(content: string): boolean {
+  const [host, pidText] = content.split(':');
+  if (host !== hostname()) return false;
+  const pid = Number(pidText);
+  if (!Number.isInteger(pid) || pid <= 0 || pid === process.pid) return true;
+  try {
+    process.kill(pid, 0);
+    return false;
+  } catch (err) {
+    return (err as NodeJS.ErrnoException).code === 'ESRCH';
+  }
+}
+
 async function tryLock(lock: string, owner: string): Promise<boolean> {
   try {
     await writeFile(lock, owner, { flag: 'wx' });
@@ -51,7 +69,7 @@ async function tryLock(lock: string, owner: string): Promise<boolean> {
     if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
   }
   const [content, info] = await Promise.all([readFile(lock, 'utf8'), stat(lock)]);
-  const free = content === '' || Date.now() - info.mtimeMs > STALE_MS;
+  const free = content === '' || Date.now() - info.mtimeMs > STALE_MS || holderIsGone(content);
   if (!free) return false;
   // Take over through a rename (atomic), then check nobody else took it in the same moment.
   const temp = `${lock}.${randomBytes(4).toString('hex')}`;
