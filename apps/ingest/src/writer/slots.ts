@@ -6,6 +6,8 @@ import { join } from 'node:path';
 const HEARTBEAT_MS = 5_000;
 const STALE_MS = 30_000;
 const MAX_SLOTS = 256;
+/** Owners of the slots this process holds (tests claim several in one process). */
+const heldHere = new Set<string>();
 
 export interface BufferSlot {
   dir: string;
@@ -22,6 +24,7 @@ export interface BufferSlot {
 export async function claimBufferSlot(base: string): Promise<BufferSlot> {
   await mkdir(base, { recursive: true });
   const owner = `${hostname()}:${process.pid}:${randomBytes(4).toString('hex')}`;
+  heldHere.add(owner);
   for (let n = 0; n < MAX_SLOTS; n++) {
     const dir = join(base, `slot-${n}`);
     const lock = join(dir, 'LOCK');
@@ -36,11 +39,13 @@ export async function claimBufferSlot(base: string): Promise<BufferSlot> {
       dir,
       async release() {
         clearInterval(timer);
+        heldHere.delete(owner);
         // Marks the slot free at once: the next process need not wait for it to go stale.
         if ((await readFile(lock, 'utf8').catch(() => '')) === owner) await writeFile(lock, '');
       },
     };
   }
+  heldHere.delete(owner);
   throw new Error(`no free ingest buffer slot under ${base} (${MAX_SLOTS} in use)`);
 }
 
@@ -49,6 +54,7 @@ export async function claimBufferSlot(base: string): Promise<BufferSlot> {
  * once; so is one with our own pid, a previous run of a restarted container.
  */
 function holderIsGone(content: string): boolean {
+  if (heldHere.has(content)) return false;
   const [host, pidText] = content.split(':');
   if (host !== hostname()) return false;
   const pid = Number(pidText);
