@@ -7,6 +7,7 @@ import {
   type Logger,
   mountOperationalRoutes,
   type ReadinessCheck,
+  rateLimitMessage,
 } from '@trackhouse/core';
 import { createUserAgentParser, createVisitorIds, type Geo, openGeo } from '@trackhouse/enrich';
 import { createMemoryStores, type Stores, withLocalFallback } from '@trackhouse/limits';
@@ -62,18 +63,10 @@ export function ingestContext(deps: IngestDeps): IngestContext {
     parseUserAgent: createUserAgentParser(),
     visitorId: createVisitorIds(deps.secret),
     monthlyPageviewLimit: s.MONTHLY_PAGEVIEW_LIMIT,
-    rateLimitMessage: `Rate limit exceeded. Maximum ${s.TRACK_RATE_LIMIT_MAX} requests per ${describeWindow(s.TRACK_RATE_LIMIT_WINDOW_S)} per API key.`,
+    rateLimitMessage: rateLimitMessage(s.TRACK_RATE_LIMIT_MAX, s.TRACK_RATE_LIMIT_WINDOW_S),
     writerFull: () => deps.writer.isFull(),
   };
   return { pipeline, writer: deps.writer, trustProxy: s.TRUST_PROXY };
-}
-
-/** "10 minutes", "1 hour", "30 seconds": the window as the 429 message names it. */
-export function describeWindow(seconds: number): string {
-  const unit = (n: number, word: string) => `${n} ${word}${n === 1 ? '' : 's'}`;
-  if (seconds % 3600 === 0) return unit(seconds / 3600, 'hour');
-  if (seconds % 60 === 0) return unit(seconds / 60, 'minute');
-  return unit(seconds, 'second');
 }
 
 /** The ingest endpoints alone, for mounting next to the query service in standalone mode. */

@@ -12,6 +12,7 @@ runService({
       ch,
       stores: rt.stores,
       readiness: rt.readinessChecks(ch),
+      settings: rt.config,
     }),
   }),
 });

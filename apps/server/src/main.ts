@@ -20,7 +20,15 @@ runService({
       settings: rt.config,
       readiness,
     });
-    const query = { log: rt.log, registry: rt.registry, sql: rt.db.sql, ch, stores: rt.stores, readiness };
+    const query = {
+      log: rt.log,
+      registry: rt.registry,
+      sql: rt.db.sql,
+      ch,
+      stores: rt.stores,
+      readiness,
+      settings: rt.config,
+    };
     return { app: createStandaloneApp(ingest, query), close: ingest.close };
   },
 });

@@ -1,2 +1,5 @@
 export * from './client';
 export * from './migrate';
+export * from './queries/builder';
+export * from './queries/events';
+export * from './queries/goals';

@@ -93,3 +93,16 @@ export function validationError(
 ): ApiError {
   return new ApiError(code, message, { ...flattenIssues(issues) });
 }
+
+/** "10 minutes", "1 hour", "30 seconds": a window named in its largest whole unit. */
+export function describeWindow(seconds: number): string {
+  const unit = (n: number, word: string) => `${n} ${word}${n === 1 ? '' : 's'}`;
+  if (seconds % 3600 === 0) return unit(seconds / 3600, 'hour');
+  if (seconds % 60 === 0) return unit(seconds / 60, 'minute');
+  return unit(seconds, 'second');
+}
+
+/** The 429 message of both services' per-key limits (SPEC section 5). */
+export function rateLimitMessage(max: number, windowSeconds: number): string {
+  return `Rate limit exceeded. Maximum ${max} requests per ${describeWindow(windowSeconds)} per API key.`;
+}

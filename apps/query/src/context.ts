@@ -1,0 +1,30 @@
+import { OpenAPIHono } from '@hono/zod-openapi';
+import type { ClickHouse } from '@trackhouse/clickhouse';
+import { type HttpEnv, validationError } from '@trackhouse/core';
+import type { Stores } from '@trackhouse/limits';
+import type { Sql } from '@trackhouse/postgres';
+import type { Authorizer } from './auth';
+
+/** What every query route gets: the authorizer and the stores, nothing read from the environment. */
+export interface QueryContext {
+  auth: Authorizer;
+  sql: Sql;
+  ch: ClickHouse;
+  stores: Stores;
+}
+
+/** An OpenAPI router whose validation failures answer in the spec's error shape. */
+export function router(): OpenAPIHono<HttpEnv> {
+  return new OpenAPIHono<HttpEnv>({
+    defaultHook: (result) => {
+      if (!result.success) {
+        const body = result.target === 'json';
+        throw validationError(
+          body ? 'INVALID_PAYLOAD' : 'INVALID_PARAMS',
+          body ? 'Invalid payload' : 'Invalid parameters',
+          result.error.issues,
+        );
+      }
+    },
+  });
+}

@@ -1,0 +1,82 @@
+import { createRoute, z } from '@hono/zod-openapi';
+import { ApiError } from '@trackhouse/core';
+import { createSite, getOrganization, listSites } from '@trackhouse/postgres';
+import { type QueryContext, router } from '../context';
+import { errors, json, siteSchema } from '../schemas';
+import { configInput, toSite } from './sites';
+
+const orgParam = z.object({
+  organizationId: z
+    .string()
+    .min(1)
+    .max(64)
+    .openapi({ param: { name: 'organizationId', in: 'path' } }),
+});
+
+const domain = z
+  .string()
+  .trim()
+  .toLowerCase()
+  .regex(
+    /^(?=.{1,253}$)(localhost|([a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?\.)+[a-z0-9-]{2,63})$/,
+    'not a domain name',
+  );
+
+const createSiteBody = configInput.extend({ name: z.string().trim().min(1).max(200), domain });
+
+export function organizationRoutes(ctx: QueryContext) {
+  const app = router();
+
+  const ensureOrg = async (id: string) => {
+    if (!(await getOrganization(ctx.sql, id)))
+      throw new ApiError('ORGANIZATION_NOT_FOUND', 'Organization not found');
+  };
+
+  app.openapi(
+    createRoute({
+      method: 'post',
+      path: '/api/organizations/{organizationId}/sites',
+      summary: 'Create a site (admin or owner)',
+      request: {
+        params: orgParam,
+        body: { content: { 'application/json': { schema: createSiteBody } }, required: true },
+      },
+      responses: { 201: json(siteSchema, 'The new site'), ...errors },
+    }),
+    async (c) => {
+      const { organizationId } = c.req.valid('param');
+      const caller = await ctx.auth.requireCaller(c);
+      await ensureOrg(organizationId);
+      const role = await ctx.auth.orgRole(caller, organizationId, 'admin');
+      const { name, domain: siteDomain, ...config } = c.req.valid('json');
+      const site = await createSite(ctx.sql, {
+        organizationId,
+        name,
+        domain: siteDomain,
+        createdBy: caller.userId,
+        ...config,
+      });
+      return c.json(toSite(site, role), 201);
+    },
+  );
+
+  app.openapi(
+    createRoute({
+      method: 'get',
+      path: '/api/organizations/{organizationId}/sites',
+      summary: "The organization's sites",
+      request: { params: orgParam },
+      responses: { 200: json(z.object({ data: z.array(siteSchema) }), 'The sites'), ...errors },
+    }),
+    async (c) => {
+      const { organizationId } = c.req.valid('param');
+      const caller = await ctx.auth.requireCaller(c);
+      await ensureOrg(organizationId);
+      const role = await ctx.auth.orgRole(caller, organizationId, 'member');
+      const sites = await listSites(ctx.sql, organizationId);
+      return c.json({ data: sites.map((s) => toSite(s, role)) }, 200);
+    },
+  );
+
+  return app;
+}

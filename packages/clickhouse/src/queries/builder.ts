@@ -1,0 +1,135 @@
+/**
+ * Collects bound parameters while a query is assembled: values only ever reach ClickHouse as
+ * `{pN:Type}` parameters, identifiers only from the allowlists in this folder.
+ */
+export class Params {
+  readonly values: Record<string, unknown> = {};
+  private next = 0;
+
+  bind(type: string, value: unknown): string {
+    const name = `p${this.next++}`;
+    this.values[name] = value;
+    return `{${name}:${type}}`;
+  }
+}
+
+export const FILTER_PARAMETERS = [
+  'browser',
+  'browser_version',
+  'operating_system',
+  'operating_system_version',
+  'device_type',
+  'language',
+  'country',
+  'region',
+  'city',
+  'hostname',
+  'pathname',
+  'page_title',
+  'querystring',
+  'referrer',
+  'channel',
+  'event_name',
+  'user_id',
+  'utm_source',
+  'utm_medium',
+  'utm_campaign',
+  'utm_term',
+  'utm_content',
+  'entry_page',
+  'exit_page',
+] as const;
+export type FilterParameter = (typeof FILTER_PARAMETERS)[number];
+
+export const FILTER_TYPES = [
+  'equals',
+  'not_equals',
+  'contains',
+  'not_contains',
+  'regex',
+  'not_regex',
+] as const;
+export type FilterType = (typeof FILTER_TYPES)[number];
+
+export interface Filter {
+  parameter: FilterParameter;
+  type: FilterType;
+  value: string[];
+}
+
+/** The read endpoints' common parameters, validated. Dates are inclusive, in `timeZone`. */
+export interface CommonParams {
+  startDate?: string;
+  endDate?: string;
+  timeZone: string;
+  filters: Filter[];
+}
+
+/** `YYYY-MM-DD` + 1 day. */
+export function nextDay(date: string): string {
+  const d = new Date(`${date}T00:00:00Z`);
+  d.setUTCDate(d.getUTCDate() + 1);
+  return d.toISOString().slice(0, 10);
+}
+
+/**
+ * Site and inclusive local-date range as constant bounds on `timestamp` (so the sort key is
+ * used): local midnight of the start date up to local midnight after the end date.
+ */
+export function rangeCondition(p: Params, siteId: number, common: CommonParams): string {
+  const parts = [`site_id = ${p.bind('UInt32', siteId)}`];
+  if (common.startDate) {
+    parts.push(
+      `timestamp >= toDateTime64(${p.bind('String', `${common.startDate} 00:00:00`)}, 3, ${p.bind('String', common.timeZone)})`,
+    );
+  }
+  if (common.endDate) {
+    parts.push(
+      `timestamp < toDateTime64(${p.bind('String', `${nextDay(common.endDate)} 00:00:00`)}, 3, ${p.bind('String', common.timeZone)})`,
+    );
+  }
+  return parts.join(' AND ');
+}
+
+/** One value test of a filter type on an expression; negative types are the negation of the positive. */
+function matchAny(p: Params, expr: string, type: FilterType, values: string[]): string {
+  const list = p.bind('Array(String)', values);
+  const positive =
+    type === 'equals' || type === 'not_equals'
+      ? `has(${list}, ${expr})`
+      : type === 'contains' || type === 'not_contains'
+        ? `arrayExists(v -> positionCaseInsensitiveUTF8(${expr}, v) > 0, ${list})`
+        : `arrayExists(v -> match(${expr}, v), ${list})`;
+  return type.startsWith('not_') ? `NOT ${positive}` : positive;
+}
+
+/**
+ * Filters as one AND-ed condition. `user_id` matches the anonymous or the identified id;
+ * `entry_page`/`exit_page` are session-level: the session's first/last pageview path, over the
+ * same site and range.
+ */
+export function filterConditions(p: Params, siteId: number, common: CommonParams): string[] {
+  return common.filters.map((f) => {
+    if (f.parameter === 'user_id') {
+      const positiveType = f.type.replace(/^not_/, '') as FilterType;
+      const either = `(${matchAny(p, 'user_id', positiveType, f.value)} OR ${matchAny(p, 'identified_user_id', positiveType, f.value)})`;
+      return f.type.startsWith('not_') ? `NOT ${either}` : either;
+    }
+    if (f.parameter === 'entry_page' || f.parameter === 'exit_page') {
+      const pick = f.parameter === 'entry_page' ? 'argMin' : 'argMax';
+      return `session_id IN (
+        SELECT session_id FROM events
+        WHERE ${rangeCondition(p, siteId, common)} AND type = 'pageview'
+        GROUP BY session_id
+        HAVING ${matchAny(p, `${pick}(pathname, (timestamp, event_id))`, f.type, f.value)})`;
+    }
+    return matchAny(p, f.parameter, f.type, f.value);
+  });
+}
+
+/** `WHERE` body: site, range and filters. */
+export function whereClause(p: Params, siteId: number, common: CommonParams, extra: string[] = []): string {
+  return [rangeCondition(p, siteId, common), ...filterConditions(p, siteId, common), ...extra].join(
+    '\n  AND ',
+  );
+}

@@ -1,0 +1,145 @@
+import { toIso } from '@trackhouse/core';
+import type { ClickHouse } from '../client';
+import { type CommonParams, Params, whereClause } from './builder';
+
+export interface EventRecord {
+  timestamp: string;
+  type: string;
+  event_name: string;
+  properties: string;
+  session_id: string;
+  user_id: string;
+  identified_user_id: string;
+  pathname: string;
+  querystring: string;
+  hostname: string;
+  page_title: string;
+  referrer: string;
+  browser: string;
+  browser_version: string;
+  operating_system: string;
+  operating_system_version: string;
+  language: string;
+  country: string;
+  region: string;
+  city: string;
+  lat: number;
+  lon: number;
+  screen_width: number;
+  screen_height: number;
+  device_type: string;
+  channel: string;
+  event_id: string;
+}
+
+const EVENT_COLUMNS = `toString(timestamp) AS timestamp, type, event_name, properties, session_id, user_id,
+  identified_user_id, pathname, querystring, hostname, page_title, referrer, browser, browser_version,
+  operating_system, operating_system_version, language, country, region, city, lat, lon, screen_width,
+  screen_height, device_type, channel, toString(event_id) AS event_id`;
+
+/** A position in the newest-first order: the last event of a page. */
+export interface EventCursor {
+  timestamp: string;
+  eventId: string;
+}
+
+export function encodeCursor(c: EventCursor): string {
+  return Buffer.from(JSON.stringify([c.timestamp, c.eventId])).toString('base64url');
+}
+
+export function decodeCursor(text: string): EventCursor | undefined {
+  try {
+    const value = JSON.parse(Buffer.from(text, 'base64url').toString('utf8')) as unknown;
+    if (!Array.isArray(value) || value.length !== 2) return undefined;
+    const [timestamp, eventId] = value as [unknown, unknown];
+    if (typeof timestamp !== 'string' || Number.isNaN(Date.parse(timestamp))) return undefined;
+    if (typeof eventId !== 'string' || !/^[0-9a-f-]{36}$/.test(eventId)) return undefined;
+    return { timestamp: new Date(timestamp).toISOString(), eventId };
+  } catch {
+    return undefined;
+  }
+}
+
+const chTime = (iso: string) => iso.replace('T', ' ').replace('Z', '');
+
+/**
+ * Pageviews, custom events and outbound clicks, newest first, ordered by (timestamp, event_id)
+ * so that paging never skips or repeats events that share a millisecond. One extra row tells
+ * whether there is more.
+ */
+export async function listEvents(
+  ch: ClickHouse,
+  siteId: number,
+  common: CommonParams,
+  page: { pageSize: number; cursor?: EventCursor; beforeTimestamp?: string },
+): Promise<{ events: EventRecord[]; hasMore: boolean; next: EventCursor | undefined }> {
+  const p = new Params();
+  const extra = [`type IN ('pageview', 'custom_event', 'outbound')`];
+  if (page.cursor) {
+    extra.push(
+      `(timestamp, event_id) < (toDateTime64(${p.bind('String', chTime(page.cursor.timestamp))}, 3, 'UTC'), toUUID(${p.bind('String', page.cursor.eventId)}))`,
+    );
+  } else if (page.beforeTimestamp) {
+    extra.push(`timestamp < toDateTime64(${p.bind('String', chTime(page.beforeTimestamp))}, 3, 'UTC')`);
+  }
+  const sql = `SELECT ${EVENT_COLUMNS} FROM events
+  WHERE ${whereClause(p, siteId, common, extra)}
+  ORDER BY timestamp DESC, event_id DESC
+  LIMIT ${p.bind('UInt32', page.pageSize + 1)}`;
+  const rows = await ch.query<EventRecord>(sql, p.values);
+  const hasMore = rows.length > page.pageSize;
+  const events = rows.slice(0, page.pageSize).map((r) => ({ ...r, timestamp: toIso(r.timestamp) }));
+  const last = events.at(-1);
+  return {
+    events,
+    hasMore,
+    next: hasMore && last ? { timestamp: last.timestamp, eventId: last.event_id } : undefined,
+  };
+}
+
+export async function eventNames(ch: ClickHouse, siteId: number, common: CommonParams) {
+  const p = new Params();
+  return ch.query<{ eventName: string; count: number }>(
+    `SELECT event_name AS eventName, count() AS count FROM events
+     WHERE ${whereClause(p, siteId, common, [`type = 'custom_event'`])}
+     GROUP BY event_name ORDER BY count DESC, eventName`,
+    p.values,
+  );
+}
+
+/** Top-level property keys and values of one custom event; non-string values as JSON text. */
+export async function eventProperties(
+  ch: ClickHouse,
+  siteId: number,
+  common: CommonParams,
+  eventName: string,
+) {
+  const p = new Params();
+  const name = p.bind('String', eventName);
+  return ch.query<{ propertyKey: string; propertyValue: string; count: number }>(
+    `SELECT key AS propertyKey, value AS propertyValue, count() AS count
+     FROM events ARRAY JOIN mapKeys(props) AS key, mapValues(props) AS value
+     WHERE ${whereClause(p, siteId, common, [`type = 'custom_event'`, `event_name = ${name}`])}
+     GROUP BY key, value ORDER BY count DESC, propertyKey, propertyValue
+     LIMIT 1000`,
+    p.values,
+  );
+}
+
+export async function outboundLinks(ch: ClickHouse, siteId: number, common: CommonParams) {
+  const p = new Params();
+  const rows = await ch.query<{ url: string; count: number; lastClicked: string }>(
+    `SELECT props['url'] AS url, count() AS count, toString(max(timestamp)) AS lastClicked
+     FROM events
+     WHERE ${whereClause(p, siteId, common, [`type = 'outbound'`, `props['url'] != ''`])}
+     GROUP BY url ORDER BY count DESC, url
+     LIMIT 1000`,
+    p.values,
+  );
+  return rows.map((r) => ({ ...r, lastClicked: toIso(r.lastClicked) }));
+}
+
+/** Removes every event of a site (lightweight delete: gone from reads at once). */
+export async function deleteSiteEvents(ch: ClickHouse, siteId: number): Promise<void> {
+  await ch.command('DELETE FROM events WHERE site_id = {site:UInt32}', { site: siteId });
+}

@@ -1,0 +1,129 @@
+import { toIso } from '@trackhouse/core';
+import type { ClickHouse } from '../client';
+import { type CommonParams, Params, whereClause } from './builder';
+
+export type GoalDefinition =
+  | { goalType: 'path'; config: { pathPattern: string } }
+  | {
+      goalType: 'event';
+      config: { eventName: string; eventPropertyKey?: string; eventPropertyValue?: string | number };
+    };
+
+/**
+ * A path pattern as an anchored RE2 regex over the whole pathname: `*` is one segment, `**` any
+ * number of segments (zero included, so `/blog/**` matches `/blog` itself).
+ */
+export function pathPatternRegex(pattern: string): string {
+  let out = '';
+  for (let i = 0; i < pattern.length; i++) {
+    const ch = pattern[i]!;
+    if (ch === '*' && pattern[i + 1] === '*') {
+      const slashBefore = out.endsWith('/');
+      if (slashBefore && (i + 2 === pattern.length || pattern[i + 2] === '/')) {
+        out = `${out.slice(0, -1)}(?:/.*)?`;
+        i += 2; // the slash after it, if any, is part of ".*"
+        if (pattern[i] === '/') out += '/';
+        continue;
+      }
+      out += '.*';
+      i++;
+    } else if (ch === '*') {
+      out += '[^/]+';
+    } else {
+      out += ch.replace(/[.+?^${}()|[\]\\]/g, '\\$&');
+    }
+  }
+  return `^${out}$`;
+}
+
+/** The condition an event must meet to convert a goal. */
+export function goalCondition(p: Params, goal: GoalDefinition): string {
+  if (goal.goalType === 'path') {
+    return `(type = 'pageview' AND match(pathname, ${p.bind('String', pathPatternRegex(goal.config.pathPattern))}))`;
+  }
+  const parts = [`type = 'custom_event'`, `event_name = ${p.bind('String', goal.config.eventName)}`];
+  const { eventPropertyKey: key, eventPropertyValue: value } = goal.config;
+  if (key !== undefined && value !== undefined) {
+    const k = p.bind('String', key);
+    parts.push(
+      typeof value === 'number'
+        ? `JSONType(properties, ${k}) IN ('Int64', 'UInt64', 'Double') AND JSONExtractFloat(properties, ${k}) = ${p.bind('Float64', value)}`
+        : `JSONType(properties, ${k}) = 'String' AND JSONExtractString(properties, ${k}) = ${p.bind('String', value)}`,
+    );
+  }
+  return `(${parts.join(' AND ')})`;
+}
+
+/** Distinct sessions with any event in range (after filters), and per goal those that converted. */
+export async function goalStats(
+  ch: ClickHouse,
+  siteId: number,
+  common: CommonParams,
+  goals: GoalDefinition[],
+): Promise<{ totalSessions: number; conversions: number[] }> {
+  const p = new Params();
+  const conversions = goals.map((g, i) => `uniqExactIf(session_id, ${goalCondition(p, g)}) AS c${i}`);
+  const [row] = await ch.query<Record<string, number>>(
+    `SELECT uniqExact(session_id) AS sessions${conversions.length ? `, ${conversions.join(', ')}` : ''}
+     FROM events WHERE ${whereClause(p, siteId, common)}`,
+    p.values,
+  );
+  return { totalSessions: row?.sessions ?? 0, conversions: goals.map((_, i) => row?.[`c${i}`] ?? 0) };
+}
+
+export interface SessionRecord {
+  session_id: string;
+  user_id: string;
+  country: string;
+  browser: string;
+  operating_system: string;
+  device_type: string;
+  entry_page: string;
+  exit_page: string;
+  pageviews: number;
+  session_duration: number;
+  session_start: string;
+  session_end: string;
+  referrer: string;
+  channel: string;
+}
+
+/** Sessions that converted the goal, newest end first. Fields are over the session's events in range. */
+export async function goalSessions(
+  ch: ClickHouse,
+  siteId: number,
+  common: CommonParams,
+  goal: GoalDefinition,
+  page: { limit: number; offset: number },
+): Promise<SessionRecord[]> {
+  const p = new Params();
+  const order = '(timestamp, event_id)';
+  const rows = await ch.query<SessionRecord>(
+    `SELECT session_id,
+       argMin(user_id, ${order}) AS user_id,
+       argMin(country, ${order}) AS country,
+       argMin(browser, ${order}) AS browser,
+       argMin(operating_system, ${order}) AS operating_system,
+       argMin(device_type, ${order}) AS device_type,
+       argMinIf(pathname, ${order}, type = 'pageview') AS entry_page,
+       argMaxIf(pathname, ${order}, type = 'pageview') AS exit_page,
+       countIf(type = 'pageview') AS pageviews,
+       toString(min(timestamp)) AS session_start,
+       toString(max(timestamp)) AS session_end,
+       toUInt32(intDiv(toUnixTimestamp64Milli(max(timestamp)) - toUnixTimestamp64Milli(min(timestamp)), 1000)) AS session_duration,
+       argMin(referrer, ${order}) AS referrer,
+       argMin(channel, ${order}) AS channel
+     FROM events
+     WHERE ${whereClause(p, siteId, common)}
+     GROUP BY session_id
+     HAVING countIf(${goalCondition(p, goal)}) > 0
+     ORDER BY max(timestamp) DESC, session_id
+     LIMIT ${p.bind('UInt32', page.limit)} OFFSET ${p.bind('UInt32', page.offset)}`,
+    p.values,
+  );
+  return rows.map((r) => ({
+    ...r,
+    session_start: toIso(r.session_start),
+    session_end: toIso(r.session_end),
+  }));
+}
