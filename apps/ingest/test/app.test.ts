@@ -30,6 +30,7 @@ const builders = {
       ch: h.ch,
       stores: h.deps.stores,
       readiness,
+      settings: { QUERY_RATE_LIMIT_MAX: 6000, QUERY_RATE_LIMIT_WINDOW_S: 600 },
     }),
 };
 
