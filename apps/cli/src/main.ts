@@ -1,7 +1,7 @@
 import { parseArgs } from 'node:util';
-import { ClickHouseLockedError } from '@trackhouse/clickhouse';
+import { ClickHouseLockedError, seedEvents } from '@trackhouse/clickhouse';
 import { ConfigError, loadConfig } from '@trackhouse/core';
-import { migratePostgres, openDatabase, type Pool } from '@trackhouse/postgres';
+import { getSite, migratePostgres, openDatabase, type Pool } from '@trackhouse/postgres';
 import { MIGRATIONS, openClickHouse } from '@trackhouse/runtime';
 import * as commands from './commands';
 import { formatTable } from './table';
@@ -14,6 +14,8 @@ const USAGE = `Usage: trackhouse <command> [options] [--json]
   keys create --user ID --name N [--expires-in-days D] | keys list --user ID
   sites create --org ID --name N --domain D | sites list [--org ID]
   migrate                                       apply ClickHouse and Postgres migrations
+  seed --site ID [--events N] [--days D]        generate realistic events straight into ClickHouse
+                                                (embedded: stop the server first)
 
 Reads the same environment as the server (DATA_DIR, DATABASE_URL, CLICKHOUSE_URL, ...).`;
 
@@ -32,7 +34,19 @@ const HANDLERS: Record<string, Handler> = {
   'sites list': commands.sitesList,
 };
 
-const STRING_OPTIONS = ['domain', 'email', 'name', 'org', 'role', 'user', 'expires-in-days'] as const;
+const STRING_OPTIONS = [
+  'domain',
+  'email',
+  'name',
+  'org',
+  'role',
+  'user',
+  'expires-in-days',
+  'site',
+  'events',
+  'days',
+  'seed',
+] as const;
 
 async function migrate(sql: Pool, config: ReturnType<typeof loadConfig>): Promise<commands.Output> {
   const postgres = await migratePostgres(sql, MIGRATIONS.postgres);
@@ -50,6 +64,58 @@ async function migrate(sql: Pool, config: ReturnType<typeof loadConfig>): Promis
     json: { postgres: { applied: postgres.applied }, clickhouse },
     table: [{ postgres: postgres.applied.join(', ') || 'up to date', clickhouse: clickhouse.status }],
   };
+}
+
+async function seed(
+  sql: Pool,
+  config: ReturnType<typeof loadConfig>,
+  opts: Options,
+): Promise<commands.Output> {
+  const number = (v: string | undefined, flag: string, def: number, max: number) => {
+    if (v === undefined) return def;
+    if (!/^\d+$/.test(v) || Number(v) < 1 || Number(v) > max)
+      throw new commands.UsageError(`--${flag} must be 1..${max}`);
+    return Number(v);
+  };
+  const siteId = number(opts.site, 'site', 0, 2_147_483_647);
+  if (!siteId) throw new commands.UsageError('missing --site');
+  const events = number(opts.events, 'events', 100_000, 1_000_000_000);
+  const days = number(opts.days, 'days', 30, 3650);
+  if (!(await getSite(sql, siteId))) throw new commands.UsageError(`no site ${siteId}`);
+  let ch: Awaited<ReturnType<typeof openClickHouse>>;
+  try {
+    ch = await openClickHouse(config);
+  } catch (err) {
+    if (err instanceof ClickHouseLockedError)
+      throw new commands.UsageError('the running server holds the embedded ClickHouse data: stop it first');
+    throw err;
+  }
+  const started = Date.now();
+  try {
+    const progress = (done: number) => {
+      const width = 30;
+      const filled = Math.round((done / events) * width);
+      const rate = Math.round(done / Math.max(0.001, (Date.now() - started) / 1000));
+      process.stderr.write(
+        `\r[${'#'.repeat(filled)}${'.'.repeat(width - filled)}] ${done}/${events} events, ${rate}/s `,
+      );
+    };
+    const inserted = await seedEvents(ch, {
+      siteId,
+      events,
+      days,
+      seed: number(opts.seed, 'seed', 1, 2 ** 31),
+      onProgress: progress,
+    });
+    process.stderr.write('\n');
+    const seconds = Math.round((Date.now() - started) / 100) / 10;
+    return {
+      json: { siteId, events: inserted, days, seconds },
+      table: [{ siteId, events: inserted, days, seconds }],
+    };
+  } finally {
+    await ch.close();
+  }
 }
 
 async function main(argv: string[]): Promise<number> {
@@ -74,7 +140,8 @@ async function main(argv: string[]): Promise<number> {
     return parsed.values.help ? 0 : 2;
   }
   const handler = HANDLERS[name];
-  if (!handler && name !== 'migrate') return fail(`unknown command "${name}"\n\n${USAGE}`, json, 2);
+  if (!handler && name !== 'migrate' && name !== 'seed')
+    return fail(`unknown command "${name}"\n\n${USAGE}`, json, 2);
 
   let config: ReturnType<typeof loadConfig>;
   try {
@@ -89,6 +156,9 @@ async function main(argv: string[]): Promise<number> {
     let output: commands.Output;
     if (name === 'migrate') {
       output = await migrate(db.sql, config);
+    } else if (name === 'seed') {
+      await migratePostgres(db.sql, MIGRATIONS.postgres);
+      output = await seed(db.sql, config, parsed.values as Options);
     } else {
       await migratePostgres(db.sql, MIGRATIONS.postgres);
       output = await handler!(db.sql, parsed.values as Options);

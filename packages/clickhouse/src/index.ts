@@ -3,3 +3,4 @@ export * from './migrate';
 export * from './queries/builder';
 export * from './queries/events';
 export * from './queries/goals';
+export * from './seed';

@@ -32,10 +32,12 @@ export interface EventRecord {
   event_id: string;
 }
 
-const EVENT_COLUMNS = `toString(timestamp) AS timestamp, type, event_name, properties, session_id, user_id,
+// Text forms get their own names: an alias named like a column would shadow the column in
+// WHERE and ORDER BY (ClickHouse resolves aliases there), breaking the cursor comparison.
+const EVENT_COLUMNS = `toString(timestamp) AS timestamp_text, type, event_name, properties, session_id, user_id,
   identified_user_id, pathname, querystring, hostname, page_title, referrer, browser, browser_version,
   operating_system, operating_system_version, language, country, region, city, lat, lon, screen_width,
-  screen_height, device_type, channel, toString(event_id) AS event_id`;
+  screen_height, device_type, channel, toString(event_id) AS event_id_text`;
 
 /** A position in the newest-first order: the last event of a page. */
 export interface EventCursor {
@@ -86,9 +88,17 @@ export async function listEvents(
   WHERE ${whereClause(p, siteId, common, extra)}
   ORDER BY timestamp DESC, event_id DESC
   LIMIT ${p.bind('UInt32', page.pageSize + 1)}`;
-  const rows = await ch.query<EventRecord>(sql, p.values);
+  const rows = await ch.query<
+    Omit<EventRecord, 'timestamp' | 'event_id'> & { timestamp_text: string; event_id_text: string }
+  >(sql, p.values);
   const hasMore = rows.length > page.pageSize;
-  const events = rows.slice(0, page.pageSize).map((r) => ({ ...r, timestamp: toIso(r.timestamp) }));
+  const events: EventRecord[] = rows
+    .slice(0, page.pageSize)
+    .map(({ timestamp_text, event_id_text, ...r }) => ({
+      timestamp: toIso(timestamp_text),
+      ...r,
+      event_id: event_id_text,
+    }));
   const last = events.at(-1);
   return {
     events,

@@ -98,21 +98,23 @@ export async function goalSessions(
 ): Promise<SessionRecord[]> {
   const p = new Params();
   const order = '(timestamp, event_id)';
-  const rows = await ch.query<SessionRecord>(
-    `SELECT session_id,
-       argMin(user_id, ${order}) AS user_id,
-       argMin(country, ${order}) AS country,
-       argMin(browser, ${order}) AS browser,
-       argMin(operating_system, ${order}) AS operating_system,
-       argMin(device_type, ${order}) AS device_type,
-       argMinIf(pathname, ${order}, type = 'pageview') AS entry_page,
-       argMaxIf(pathname, ${order}, type = 'pageview') AS exit_page,
-       countIf(type = 'pageview') AS pageviews,
-       toString(min(timestamp)) AS session_start,
-       toString(max(timestamp)) AS session_end,
-       toUInt32(intDiv(toUnixTimestamp64Milli(max(timestamp)) - toUnixTimestamp64Milli(min(timestamp)), 1000)) AS session_duration,
-       argMin(referrer, ${order}) AS referrer,
-       argMin(channel, ${order}) AS channel
+  // Output names carry an `s_` prefix: an alias named like a column would shadow the column in
+  // WHERE (ClickHouse resolves aliases there) and turn filters into aggregate comparisons.
+  const rows = await ch.query<Record<string, string | number>>(
+    `SELECT session_id AS s_session_id,
+       argMin(user_id, ${order}) AS s_user_id,
+       argMin(country, ${order}) AS s_country,
+       argMin(browser, ${order}) AS s_browser,
+       argMin(operating_system, ${order}) AS s_operating_system,
+       argMin(device_type, ${order}) AS s_device_type,
+       argMinIf(pathname, ${order}, type = 'pageview') AS s_entry_page,
+       argMaxIf(pathname, ${order}, type = 'pageview') AS s_exit_page,
+       countIf(type = 'pageview') AS s_pageviews,
+       toUInt32(intDiv(toUnixTimestamp64Milli(max(timestamp)) - toUnixTimestamp64Milli(min(timestamp)), 1000)) AS s_session_duration,
+       toString(min(timestamp)) AS s_session_start,
+       toString(max(timestamp)) AS s_session_end,
+       argMin(referrer, ${order}) AS s_referrer,
+       argMin(channel, ${order}) AS s_channel
      FROM events
      WHERE ${whereClause(p, siteId, common)}
      GROUP BY session_id
@@ -121,9 +123,10 @@ export async function goalSessions(
      LIMIT ${p.bind('UInt32', page.limit)} OFFSET ${p.bind('UInt32', page.offset)}`,
     p.values,
   );
-  return rows.map((r) => ({
-    ...r,
-    session_start: toIso(r.session_start),
-    session_end: toIso(r.session_end),
-  }));
+  return rows.map((r) => {
+    const s = Object.fromEntries(
+      Object.entries(r).map(([k, v]) => [k.slice(2), v]),
+    ) as unknown as SessionRecord;
+    return { ...s, session_start: toIso(s.session_start), session_end: toIso(s.session_end) };
+  });
 }

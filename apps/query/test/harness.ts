@@ -1,0 +1,82 @@
+import { createLogger, loadConfig } from '@trackhouse/core';
+import { createMemoryStores } from '@trackhouse/limits';
+import {
+  createApiKey,
+  createOrganization,
+  createSite,
+  getOrCreateUser,
+  type Role,
+  setMembership,
+} from '@trackhouse/postgres';
+import { Registry } from 'prom-client';
+import { createTestClickHouse, createTestDatabase, uniqueName } from '../../../test/helpers';
+import { createApp } from '../src';
+
+export type QueryHarness = Awaited<ReturnType<typeof createQueryHarness>>;
+
+/** The query app on a fresh database and embedded engine, with helpers to make tenants. */
+export async function createQueryHarness(env: Record<string, string> = {}) {
+  const [db, chHandle] = await Promise.all([createTestDatabase(), createTestClickHouse()]);
+  const stores = createMemoryStores();
+  const config = loadConfig(env);
+  const app = createApp({
+    log: createLogger('silent'),
+    registry: new Registry(),
+    sql: db.sql,
+    ch: chHandle.ch,
+    stores,
+    readiness: [],
+    settings: config,
+  });
+  const request = (
+    path: string,
+    init: { key?: string; method?: string; body?: unknown; headers?: Record<string, string> } = {},
+  ) =>
+    app.request(path, {
+      method: init.method ?? 'GET',
+      headers: {
+        ...(init.key ? { authorization: `Bearer ${init.key}` } : {}),
+        ...(init.body !== undefined ? { 'content-type': 'application/json' } : {}),
+        ...init.headers,
+      },
+      body: init.body === undefined ? undefined : JSON.stringify(init.body),
+    });
+  return {
+    app,
+    db,
+    ch: chHandle.ch,
+    stores,
+    request,
+    async json<T = Record<string, unknown>>(path: string, init: Parameters<typeof request>[1] = {}) {
+      const res = await request(path, init);
+      return { status: res.status, body: (await res.json()) as T, headers: res.headers };
+    },
+    /** An organization with a user of `role` (and a key), and optionally a site. */
+    async tenant(role: Role = 'owner', site = true) {
+      const org = await createOrganization(db.sql, uniqueName('org'));
+      const user = await getOrCreateUser(db.sql, `${uniqueName('u')}@example.com`);
+      await setMembership(db.sql, org.id, user.id, role);
+      const { key } = await createApiKey(db.sql, { userId: user.id, name: 'test' });
+      const created = site
+        ? await createSite(db.sql, {
+            organizationId: org.id,
+            name: 'Site',
+            domain: 'example.com',
+            createdBy: user.id,
+          })
+        : undefined;
+      return { organizationId: org.id, userId: user.id, key, siteId: created?.siteId ?? 0 };
+    },
+    /** Another user with `role` in an existing organization. */
+    async member(organizationId: string, role: Role) {
+      const user = await getOrCreateUser(db.sql, `${uniqueName('m')}@example.com`);
+      await setMembership(db.sql, organizationId, user.id, role);
+      const { key } = await createApiKey(db.sql, { userId: user.id, name: 'member' });
+      return { userId: user.id, key };
+    },
+    async close() {
+      await stores.close();
+      await Promise.all([db.drop(), chHandle.close()]);
+    },
+  };
+}
