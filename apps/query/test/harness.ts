@@ -1,3 +1,4 @@
+import type { ClickHouse } from '@trackhouse/clickhouse';
 import { createLogger, loadConfig } from '@trackhouse/core';
 import { createMemoryStores } from '@trackhouse/limits';
 import {
@@ -15,8 +16,12 @@ import { createApp } from '../src';
 export type QueryHarness = Awaited<ReturnType<typeof createQueryHarness>>;
 
 /** The query app on a fresh database and embedded engine, with helpers to make tenants. */
-export async function createQueryHarness(env: Record<string, string> = {}) {
-  const [db, chHandle] = await Promise.all([createTestDatabase(), createTestClickHouse()]);
+export async function createQueryHarness(env: Record<string, string> = {}, sharedCh?: ClickHouse) {
+  // One embedded engine per process: a second harness in the same file shares the first's.
+  const [db, chHandle] = await Promise.all([
+    createTestDatabase(),
+    sharedCh ? { ch: sharedCh, close: async () => {} } : createTestClickHouse(),
+  ]);
   const stores = createMemoryStores();
   const config = loadConfig(env);
   const app = createApp({
