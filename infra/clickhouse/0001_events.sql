@@ -12,10 +12,11 @@ CREATE TABLE IF NOT EXISTS events
     -- per-key aggregation: string values as they are, other values as JSON text.
     properties               String CODEC(ZSTD(3)),
     props                    Map(LowCardinality(String), String) CODEC(ZSTD(3)),
-    session_id               String,
+    session_id               UUID,
     user_id                  String,
     identified_user_id       String,
-    pathname                 String CODEC(ZSTD(3)),
+    -- Paths repeat: a dictionary lets filters and goal patterns run once per distinct path.
+    pathname                 LowCardinality(String),
     querystring              String CODEC(ZSTD(3)),
     hostname                 LowCardinality(String),
     page_title               String CODEC(ZSTD(3)),

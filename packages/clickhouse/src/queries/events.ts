@@ -34,7 +34,7 @@ export interface EventRecord {
 
 // Text forms get their own names: an alias named like a column would shadow the column in
 // WHERE and ORDER BY (ClickHouse resolves aliases there), breaking the cursor comparison.
-const EVENT_COLUMNS = `toString(timestamp) AS timestamp_text, type, event_name, properties, session_id, user_id,
+const EVENT_COLUMNS = `toString(timestamp) AS timestamp_text, type, event_name, properties, toString(session_id) AS session_id_text, user_id,
   identified_user_id, pathname, querystring, hostname, page_title, referrer, browser, browser_version,
   operating_system, operating_system_version, language, country, region, city, lat, lon, screen_width,
   screen_height, device_type, channel, toString(event_id) AS event_id_text`;
@@ -89,14 +89,19 @@ export async function listEvents(
   ORDER BY timestamp DESC, event_id DESC
   LIMIT ${p.bind('UInt32', page.pageSize + 1)}`;
   const rows = await ch.query<
-    Omit<EventRecord, 'timestamp' | 'event_id'> & { timestamp_text: string; event_id_text: string }
+    Omit<EventRecord, 'timestamp' | 'event_id' | 'session_id'> & {
+      timestamp_text: string;
+      event_id_text: string;
+      session_id_text: string;
+    }
   >(sql, p.values);
   const hasMore = rows.length > page.pageSize;
   const events: EventRecord[] = rows
     .slice(0, page.pageSize)
-    .map(({ timestamp_text, event_id_text, ...r }) => ({
+    .map(({ timestamp_text, event_id_text, session_id_text, ...r }) => ({
       timestamp: toIso(timestamp_text),
       ...r,
+      session_id: session_id_text,
       event_id: event_id_text,
     }));
   const last = events.at(-1);

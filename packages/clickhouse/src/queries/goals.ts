@@ -45,16 +45,21 @@ export function goalCondition(p: Params, goal: GoalDefinition): string {
   const { eventPropertyKey: key, eventPropertyValue: value } = goal.config;
   if (key !== undefined && value !== undefined) {
     const k = p.bind('String', key);
+    // The map answers most rows cheaply; the JSON type check (evaluated only for rows that got
+    // this far) tells the number 2 from the string "2", which the map stores alike.
     parts.push(
       typeof value === 'number'
-        ? `JSONType(properties, ${k}) IN ('Int64', 'UInt64', 'Double') AND JSONExtractFloat(properties, ${k}) = ${p.bind('Float64', value)}`
-        : `JSONType(properties, ${k}) = 'String' AND JSONExtractString(properties, ${k}) = ${p.bind('String', value)}`,
+        ? `props[${k}] != '' AND JSONType(properties, ${k}) IN ('Int64', 'UInt64', 'Double') AND JSONExtractFloat(properties, ${k}) = ${p.bind('Float64', value)}`
+        : `props[${k}] = ${p.bind('String', value)} AND JSONType(properties, ${k}) = 'String'`,
     );
   }
   return `(${parts.join(' AND ')})`;
 }
 
-/** Distinct sessions with any event in range (after filters), and per goal those that converted. */
+/**
+ * Distinct sessions with any event in range (after filters), and per goal those that converted:
+ * one GROUP BY session (one hash table) rather than one distinct-count set per goal.
+ */
 export async function goalStats(
   ch: ClickHouse,
   siteId: number,
@@ -62,10 +67,15 @@ export async function goalStats(
   goals: GoalDefinition[],
 ): Promise<{ totalSessions: number; conversions: number[] }> {
   const p = new Params();
-  const conversions = goals.map((g, i) => `uniqExactIf(session_id, ${goalCondition(p, g)}) AS c${i}`);
+  const flags = goals.map((g, i) => `max(${goalCondition(p, g)}) AS g${i}`);
+  const sums = goals.map((_, i) => `sum(g${i}) AS c${i}`);
   const [row] = await ch.query<Record<string, number>>(
-    `SELECT uniqExact(session_id) AS sessions${conversions.length ? `, ${conversions.join(', ')}` : ''}
-     FROM events WHERE ${whereClause(p, siteId, common)}`,
+    `SELECT count() AS sessions${sums.length ? `, ${sums.join(', ')}` : ''}
+     FROM (
+       SELECT session_id${flags.length ? `, ${flags.join(', ')}` : ''}
+       FROM events WHERE ${whereClause(p, siteId, common)}
+       GROUP BY session_id
+     )`,
     p.values,
   );
   return { totalSessions: row?.sessions ?? 0, conversions: goals.map((_, i) => row?.[`c${i}`] ?? 0) };
@@ -101,7 +111,7 @@ export async function goalSessions(
   // Output names carry an `s_` prefix: an alias named like a column would shadow the column in
   // WHERE (ClickHouse resolves aliases there) and turn filters into aggregate comparisons.
   const rows = await ch.query<Record<string, string | number>>(
-    `SELECT session_id AS s_session_id,
+    `SELECT toString(session_id) AS s_session_id,
        argMin(user_id, ${order}) AS s_user_id,
        argMin(country, ${order}) AS s_country,
        argMin(browser, ${order}) AS s_browser,
@@ -117,9 +127,10 @@ export async function goalSessions(
        argMin(channel, ${order}) AS s_channel
      FROM events
      WHERE ${whereClause(p, siteId, common)}
+       -- Only sessions with a converting event are aggregated at all.
+       AND session_id IN (SELECT session_id FROM events WHERE ${whereClause(p, siteId, common, [goalCondition(p, goal)])})
      GROUP BY session_id
-     HAVING countIf(${goalCondition(p, goal)}) > 0
-     ORDER BY max(timestamp) DESC, session_id
+     ORDER BY max(timestamp) DESC, toString(session_id)
      LIMIT ${p.bind('UInt32', page.limit)} OFFSET ${p.bind('UInt32', page.offset)}`,
     p.values,
   );
