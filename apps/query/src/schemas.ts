@@ -41,7 +41,7 @@ const filterSchema = z.strictObject({
   parameter: z.enum(FILTER_PARAMETERS),
   type: z.enum(FILTER_TYPES),
   value: z
-    .array(z.union([z.string().max(1024), z.number()]))
+    .array(z.union([z.string().max(255), z.number()]))
     .min(1)
     .max(100),
 });

@@ -93,13 +93,15 @@ export function rangeCondition(p: Params, siteId: number, common: CommonParams):
 
 /** One value test of a filter type on an expression; negative types are the negation of the positive. */
 function matchAny(p: Params, expr: string, type: FilterType, values: string[]): string {
-  const list = p.bind('Array(String)', values);
+  const list = type.includes('regex') ? '' : p.bind('Array(String)', values);
+  // Plain functions of the column (no lambdas), so dictionary-encoded columns are tested once
+  // per distinct value.
   const positive =
     type === 'equals' || type === 'not_equals'
       ? `has(${list}, ${expr})`
       : type === 'contains' || type === 'not_contains'
-        ? `arrayExists(v -> positionCaseInsensitiveUTF8(${expr}, v) > 0, ${list})`
-        : `arrayExists(v -> match(${expr}, v), ${list})`;
+        ? `multiSearchAnyCaseInsensitiveUTF8(${expr}, ${list})`
+        : `match(${expr}, ${p.bind('String', values.map((v) => `(?:${v})`).join('|'))})`;
   return type.startsWith('not_') ? `NOT ${positive}` : positive;
 }
 
