@@ -127,11 +127,17 @@ export async function goalSessions(
        argMin(channel, ${order}) AS s_channel
      FROM events
      WHERE ${whereClause(p, siteId, common)}
-       -- Only sessions with a converting event are aggregated at all.
-       AND session_id IN (SELECT session_id FROM events WHERE ${whereClause(p, siteId, common, [goalCondition(p, goal)])})
+       -- Full aggregates only for the page's sessions: the converted sessions ranked by their
+       -- last event, cut to the page, first.
+       AND session_id IN (
+         SELECT session_id FROM events
+         WHERE ${whereClause(p, siteId, common)}
+           AND session_id IN (SELECT session_id FROM events WHERE ${whereClause(p, siteId, common, [goalCondition(p, goal)])})
+         GROUP BY session_id
+         ORDER BY max(timestamp) DESC, toString(session_id)
+         LIMIT ${p.bind('UInt32', page.limit)} OFFSET ${p.bind('UInt32', page.offset)})
      GROUP BY session_id
-     ORDER BY max(timestamp) DESC, toString(session_id)
-     LIMIT ${p.bind('UInt32', page.limit)} OFFSET ${p.bind('UInt32', page.offset)}`,
+     ORDER BY max(timestamp) DESC, toString(session_id)`,
     p.values,
   );
   return rows.map((r) => {
