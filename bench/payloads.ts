@@ -65,15 +65,24 @@ function rng(seed: number) {
   };
 }
 
+/**
+ * `count` events from `count / 5` visitors (each with its own address and browser), as real
+ * traffic has: visitors send several events, so addresses and user agents repeat.
+ */
 export function makeEvents(siteId: number, count: number, seed = 7): Record<string, unknown>[] {
   const r = rng(seed);
   const pick = <T>(list: readonly T[]) => list[Math.floor(r() * list.length)]!;
+  // Public unicast addresses spread over many networks.
+  const visitors = Array.from({ length: Math.max(1, Math.floor(count / 5)) }, () => ({
+    ip: `${1 + Math.floor(r() * 223)}.${Math.floor(r() * 256)}.${Math.floor(r() * 256)}.${1 + Math.floor(r() * 254)}`,
+    ua: pick(USER_AGENTS),
+  }));
   const events: Record<string, unknown>[] = [];
   for (let i = 0; i < count; i++) {
     const roll = r();
     const type = roll < 0.7 ? 'pageview' : roll < 0.88 ? 'custom_event' : roll < 0.95 ? 'outbound' : 'error';
-    // Public unicast addresses spread over many networks.
-    const ip = `${1 + Math.floor(r() * 223)}.${Math.floor(r() * 256)}.${Math.floor(r() * 256)}.${1 + Math.floor(r() * 254)}`;
+    const visitor = pick(visitors);
+    const ip = visitor.ip;
     const event: Record<string, unknown> = {
       site_id: siteId,
       type,
@@ -82,7 +91,7 @@ export function makeEvents(siteId: number, count: number, seed = 7): Record<stri
       page_title: 'Bench page',
       querystring: pick(QUERIES),
       referrer: pick(REFERRERS),
-      user_agent: pick(USER_AGENTS),
+      user_agent: visitor.ua,
       ip_address: ip === '127.0.0.1' ? '8.8.8.8' : ip,
       language: pick(LANGS),
       screenWidth: pick([390, 414, 768, 1280, 1440, 1920]),
