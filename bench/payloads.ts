@@ -1,3 +1,5 @@
+import { rng } from '@trackhouse/clickhouse';
+
 /** A realistic, reproducible mix of tracking payloads: many UAs and IPs, all four event types. */
 
 const USER_AGENTS = [
@@ -52,18 +54,6 @@ const QUERIES = [
   '?utm_source=facebook&utm_medium=paid_social&utm_campaign=fall',
 ];
 const LANGS = ['en-US', 'en-GB', 'de-DE', 'fr-FR', 'es-ES', 'ja-JP', 'pt-BR'];
-
-/** Deterministic PRNG so every run sends the same mix. */
-function rng(seed: number) {
-  let s = seed >>> 0;
-  return () => {
-    s = (s + 0x6d2b79f5) >>> 0;
-    let t = s;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 /**
  * `count` events from `count / 5` visitors (each with its own address and browser), as real

@@ -1,3 +1,4 @@
+import { domainSchema } from '@trackhouse/core';
 import {
   createApiKey,
   createOrganization,
@@ -27,15 +28,6 @@ export interface Output {
   json: Record<string, unknown>;
   table?: Record<string, unknown>[];
 }
-
-const domainSchema = z
-  .string()
-  .trim()
-  .toLowerCase()
-  .regex(
-    /^(?=.{1,253}$)(localhost|([a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?\.)+[a-z0-9-]{2,63})$/,
-    'not a domain name',
-  );
 
 function parse<T>(schema: z.ZodType<T>, value: unknown, what: string): T {
   const result = schema.safeParse(value);

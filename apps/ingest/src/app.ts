@@ -12,6 +12,7 @@ import {
 import { createUserAgentParser, createVisitorIds, type Geo, openGeo } from '@trackhouse/enrich';
 import { createMemoryStores, type Stores, withLocalFallback } from '@trackhouse/limits';
 import type { Sql } from '@trackhouse/postgres';
+import type { Runtime } from '@trackhouse/runtime';
 import { Hono } from 'hono';
 import { Counter, type Registry } from 'prom-client';
 import { trackingCors } from './cors';
@@ -152,4 +153,22 @@ export async function openIngest(opts: OpenIngestOptions): Promise<IngestDeps & 
       await directory.close();
     },
   };
+}
+
+/** `openIngest` with everything taken from a service runtime (the ingest and standalone mains). */
+export function openIngestFromRuntime(
+  rt: Runtime,
+  ch: ClickHouse,
+  readiness: ReadinessCheck[] = rt.readinessChecks(ch),
+) {
+  return openIngest({
+    log: rt.log,
+    registry: rt.registry,
+    sql: rt.db.sql,
+    ch,
+    stores: rt.stores,
+    secret: rt.secret,
+    settings: rt.config,
+    readiness,
+  });
 }

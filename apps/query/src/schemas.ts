@@ -1,23 +1,17 @@
 import { z } from '@hono/zod-openapi';
 import { FILTER_PARAMETERS, FILTER_TYPES } from '@trackhouse/clickhouse';
 
-export const siteIdParam = z.object({
-  siteId: z
+/** A positive int4 id in the path, documented as an integer parameter. */
+const idParam = (name: string) =>
+  z
     .string()
     .regex(/^[1-9]\d{0,9}$/, 'must be a positive integer')
     .transform(Number)
     .pipe(z.number().max(2_147_483_647))
-    .openapi({ param: { name: 'siteId', in: 'path' }, type: 'integer', example: 1 }),
-});
+    .openapi({ param: { name, in: 'path' }, type: 'integer', example: 1 });
 
-export const goalParams = siteIdParam.extend({
-  goalId: z
-    .string()
-    .regex(/^[1-9]\d{0,9}$/, 'must be a positive integer')
-    .transform(Number)
-    .pipe(z.number().max(2_147_483_647))
-    .openapi({ param: { name: 'goalId', in: 'path' }, type: 'integer', example: 1 }),
-});
+export const siteIdParam = z.object({ siteId: idParam('siteId') });
+export const goalParams = siteIdParam.extend({ goalId: idParam('goalId') });
 
 const isoDate = z
   .string()

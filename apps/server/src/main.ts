@@ -1,4 +1,4 @@
-import { openIngest } from '@trackhouse/ingest';
+import { openIngestFromRuntime } from '@trackhouse/ingest';
 import { runService } from '@trackhouse/runtime';
 import { createStandaloneApp } from './app';
 
@@ -10,16 +10,7 @@ runService({
   service: 'standalone',
   build: async (rt, ch) => {
     const readiness = rt.readinessChecks(ch);
-    const ingest = await openIngest({
-      log: rt.log,
-      registry: rt.registry,
-      sql: rt.db.sql,
-      ch,
-      stores: rt.stores,
-      secret: rt.secret,
-      settings: rt.config,
-      readiness,
-    });
+    const ingest = await openIngestFromRuntime(rt, ch, readiness);
     const query = {
       log: rt.log,
       registry: rt.registry,

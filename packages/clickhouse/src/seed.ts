@@ -114,7 +114,8 @@ const PLACES: [country: string, region: string, city: string, lat: number, lon: 
 ];
 const LANGS = ['en-US', 'en-GB', 'de-DE', 'fr-FR', 'pt-BR', 'ja-JP'];
 
-function rng(seed: number): () => number {
+/** A small deterministic PRNG (mulberry32): the same seed, the same data. */
+export function rng(seed: number): () => number {
   let s = seed >>> 0;
   return () => {
     s = (s + 0x6d2b79f5) >>> 0;

@@ -4,3 +4,4 @@ export * from './http';
 export * from './ids';
 export * from './logger';
 export * from './time';
+export * from './validation';

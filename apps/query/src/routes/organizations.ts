@@ -1,5 +1,5 @@
 import { createRoute, z } from '@hono/zod-openapi';
-import { ApiError } from '@trackhouse/core';
+import { ApiError, domainSchema } from '@trackhouse/core';
 import { createSite, getOrganization, listSites } from '@trackhouse/postgres';
 import { type QueryContext, router } from '../context';
 import { errors, json, siteSchema } from '../schemas';
@@ -13,16 +13,7 @@ const orgParam = z.object({
     .openapi({ param: { name: 'organizationId', in: 'path' } }),
 });
 
-const domain = z
-  .string()
-  .trim()
-  .toLowerCase()
-  .regex(
-    /^(?=.{1,253}$)(localhost|([a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?\.)+[a-z0-9-]{2,63})$/,
-    'not a domain name',
-  );
-
-const createSiteBody = configInput.extend({ name: z.string().trim().min(1).max(200), domain });
+const createSiteBody = configInput.extend({ name: z.string().trim().min(1).max(200), domain: domainSchema });
 
 export function organizationRoutes(ctx: QueryContext) {
   const app = router();
