@@ -179,4 +179,10 @@ function fail(message: string, json: boolean, code: number): number {
   return code;
 }
 
+// Output piped into a command that stops reading (`| head`) is not an error of ours.
+process.stdout.on('error', (err: NodeJS.ErrnoException) => {
+  if (err.code === 'EPIPE') process.exit(0);
+  throw err;
+});
+
 main(process.argv.slice(2)).then((code) => process.exit(code));
