@@ -15,11 +15,20 @@ export function createVisitorIds(secret: string) {
     }
     return salt;
   };
+  // Visitors send several events: recent ids are remembered by their inputs (bounded).
+  const recent = new Map<string, string>();
   return (input: { siteId: number; ip: string; userAgent: string; saltDay?: string }): string => {
-    const key = input.saltDay ? dailySalt(input.saltDay) : secret;
-    return createHash('sha256')
-      .update(`${key}\u0000${input.siteId}\u0000${input.ip}\u0000${input.userAgent}`)
-      .digest('hex')
-      .slice(0, 16);
+    const inputs = `${input.saltDay ?? ''}\u0000${input.siteId}\u0000${input.ip}\u0000${input.userAgent}`;
+    let id = recent.get(inputs);
+    if (id === undefined) {
+      const key = input.saltDay ? dailySalt(input.saltDay) : secret;
+      id = createHash('sha256')
+        .update(`${key}\u0000${input.siteId}\u0000${input.ip}\u0000${input.userAgent}`)
+        .digest('hex')
+        .slice(0, 16);
+      if (recent.size >= 50_000) recent.delete(recent.keys().next().value as string);
+      recent.set(inputs, id);
+    }
+    return id;
   };
 }
