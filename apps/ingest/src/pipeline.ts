@@ -75,12 +75,18 @@ export function serializeRow(row: EventRow): string {
       }
       if (empty) continue;
       line += `,"${key}":${JSON.stringify(value)}`;
+    } else if (typeof value === 'number') {
+      line += `,"${key}":${value}`;
     } else {
-      line += `,"${key}":${typeof value === 'number' ? value : JSON.stringify(value)}`;
+      line += `,"${key}":${NEEDS_ESCAPE.test(value) ? JSON.stringify(value) : `"${value}"`}`;
     }
   }
   return `${line}}\n`;
 }
+
+/** Characters JSON must escape; most values have none and are quoted as they are. */
+// biome-ignore lint/suspicious/noControlCharactersInRegex: control characters are what must be escaped
+const NEEDS_ESCAPE = /["\\\u0000-\u001f\ud800-\udfff]/;
 
 /** Every column after site_id, in table order: a fixed list iterates faster than the object's keys. */
 const ROW_COLUMNS = [
@@ -222,7 +228,9 @@ export async function processEvent(
 
   const ua = deps.parseUserAgent(userAgent, payload.screenWidth);
   const hostname = payload.hostname ?? '';
-  const referrer = storedReferrer(payload.referrer ?? '', hostname, record.domain);
+  const sentReferrer = payload.referrer ?? '';
+  const referrerHost = sentReferrer ? headerHost(sentReferrer) : undefined;
+  const referrer = storedReferrer(sentReferrer, hostname, record.domain, referrerHost);
   const querystring = payload.querystring ?? '';
   const { utm, params } = parseQuery(querystring);
   const userId = deps.visitorId({
@@ -258,7 +266,7 @@ export async function processEvent(
       hostname,
       page_title: payload.page_title ?? '',
       referrer,
-      channel: classifyChannel({ referrer, utm, params }),
+      channel: classifyChannel({ referrer, referrerHost: referrer ? referrerHost : '', utm, params }),
       utm_source: utm.source,
       utm_medium: utm.medium,
       utm_campaign: utm.campaign,

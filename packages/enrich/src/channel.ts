@@ -62,12 +62,14 @@ function findFamily(value: string): Family | undefined {
 export interface ChannelInput {
   /** Stored referrer (already "" for self-referrals). */
   referrer: string;
+  /** Its host, when the caller parsed it already. */
+  referrerHost?: string | undefined;
   utm: { source: string; medium: string };
   /** Query parameter names present on the landing URL (click ids). */
   params: ReadonlySet<string>;
 }
 
-function referrerHost(referrer: string): string {
+function hostOfReferrer(referrer: string): string {
   if (!referrer) return '';
   try {
     return new URL(referrer).hostname;
@@ -76,10 +78,10 @@ function referrerHost(referrer: string): string {
   }
 }
 
-export function classifyChannel({ referrer, utm, params }: ChannelInput): Channel {
+export function classifyChannel({ referrer, referrerHost, utm, params }: ChannelInput): Channel {
   const medium = utm.medium.trim().toLowerCase();
   const source = utm.source.trim().toLowerCase();
-  const host = referrerHost(referrer);
+  const host = referrerHost ?? hostOfReferrer(referrer);
   const family = (source && sourceFamily(source)) || (host ? sourceFamily(host) : undefined);
   const searchClick = SEARCH_CLICK_IDS.some((id) => params.has(id));
   const socialClick = SOCIAL_CLICK_IDS.some((id) => params.has(id));

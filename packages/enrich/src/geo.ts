@@ -84,7 +84,20 @@ export async function openGeo(path?: string): Promise<Geo> {
   const v4 = await maxmind.open<CityResponse>(paths.ipv4, { watchForUpdates: false });
   const v6 =
     paths.ipv6 === paths.ipv4 ? v4 : await maxmind.open<CityResponse>(paths.ipv6, { watchForUpdates: false });
-  return { lookup: (ip) => lookupIn(ip, v4, v6) };
+  // Visitors send several events from one address: recent answers are remembered by address
+  // text, which skips the database's tree walk as well as the record decoding.
+  const recent = new Map<string, Location>();
+  return {
+    lookup(ip) {
+      let location = recent.get(ip);
+      if (!location) {
+        location = lookupIn(ip, v4, v6);
+        if (recent.size >= 50_000) recent.delete(recent.keys().next().value as string);
+        recent.set(ip, location);
+      }
+      return location;
+    },
+  };
 }
 
 function lookupIn(ip: string, v4: Reader<CityResponse>, v6: Reader<CityResponse>): Location {

@@ -53,9 +53,13 @@ export function isHostOfDomain(host: string, domain: string): boolean {
  * The referrer as stored: "" for a self-referral (its host is the event's hostname, or the site
  * domain or a subdomain of it), else unchanged.
  */
-export function storedReferrer(referrer: string, hostname: string, siteDomain: string): string {
+export function storedReferrer(
+  referrer: string,
+  hostname: string,
+  siteDomain: string,
+  host: string | undefined = hostOf(referrer),
+): string {
   if (!referrer) return '';
-  const host = hostOf(referrer);
   if (host === undefined) return referrer;
   if ((hostname && host === hostname.toLowerCase()) || isHostOfDomain(host, siteDomain)) return '';
   return referrer;
