@@ -57,9 +57,10 @@ export function storedReferrer(
   referrer: string,
   hostname: string,
   siteDomain: string,
-  host: string | undefined = hostOf(referrer),
+  parsedHost?: string,
 ): string {
   if (!referrer) return '';
+  const host = parsedHost ?? hostOf(referrer);
   if (host === undefined) return referrer;
   if ((hostname && host === hostname.toLowerCase()) || isHostOfDomain(host, siteDomain)) return '';
   return referrer;
