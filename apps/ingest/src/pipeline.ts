@@ -24,6 +24,7 @@ import type { EventType, TrackPayload } from './schemas';
 import type { IngestDirectory, TrackedSite } from './sites';
 
 const SESSION_TIMEOUT_MS = 30 * 60 * 1000;
+const newSessionId = () => uuidv7();
 const QUOTA_TTL_S = 40 * 86_400;
 
 export interface PipelineDeps {
@@ -241,7 +242,7 @@ export async function processEvent(
   });
   const sessionId = await deps.stores.sessions.touch(
     `${record.siteId}:${userId}`,
-    uuidv7(),
+    newSessionId,
     SESSION_TIMEOUT_MS,
   );
 

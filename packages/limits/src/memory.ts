@@ -50,10 +50,10 @@ export function createMemoryStores(): Stores {
   };
 
   const sessionStore: SessionStore = {
-    async touch(key, newId, ttlMs) {
+    async touch(key, createId, ttlMs) {
       const now = Date.now();
       const entry = sessions.get(key);
-      const id = entry && entry.expiresAt > now ? entry.id : newId;
+      const id = entry && entry.expiresAt > now ? entry.id : createId();
       sessions.set(key, { id, expiresAt: now + ttlMs });
       return id;
     },

@@ -93,7 +93,8 @@ export function createRedisStores(
   };
 
   const sessions: SessionStore = {
-    touch: (key, newId, ttlMs) => redis.session(`${PREFIX}session:${key}`, newId, ttlMs),
+    // The script needs the candidate up front; it keeps it only for a new session.
+    touch: (key, createId, ttlMs) => redis.session(`${PREFIX}session:${key}`, createId(), ttlMs),
   };
 
   const once: OnceStore = {

@@ -28,7 +28,8 @@ export interface MonthlyQuota {
 
 /** Session id per (site, visitor), created on first use, expiring after `ttlMs` without events. */
 export interface SessionStore {
-  touch(key: string, newId: string, ttlMs: number): Promise<string>;
+  /** The live session id, extended; `createId` makes the id of a new session. */
+  touch(key: string, createId: () => string, ttlMs: number): Promise<string>;
 }
 
 /** Remembers ids for a while: client-supplied event ids are stored once however often sent. */

@@ -104,21 +104,21 @@ for (const form of forms) {
       it('returns the same id while events keep coming, a new one after the timeout', async () => {
         const k = key();
         const ttl = 1_000;
-        expect(await stores.sessions.touch(k, 'id-1', ttl)).toBe('id-1');
-        expect(await stores.sessions.touch(k, 'id-2', ttl)).toBe('id-1');
+        expect(await stores.sessions.touch(k, () => 'id-1', ttl)).toBe('id-1');
+        expect(await stores.sessions.touch(k, () => 'id-2', ttl)).toBe('id-1');
         await new Promise((r) => setTimeout(r, 600));
-        expect(await stores.sessions.touch(k, 'id-3', ttl)).toBe('id-1');
+        expect(await stores.sessions.touch(k, () => 'id-3', ttl)).toBe('id-1');
         await new Promise((r) => setTimeout(r, 600));
         // 1.2 s after the first event, but each touch slid the expiry: still the same session.
-        expect(await stores.sessions.touch(k, 'id-4', ttl)).toBe('id-1');
+        expect(await stores.sessions.touch(k, () => 'id-4', ttl)).toBe('id-1');
         await new Promise((r) => setTimeout(r, 1_300));
-        expect(await stores.sessions.touch(k, 'id-5', ttl)).toBe('id-5');
+        expect(await stores.sessions.touch(k, () => 'id-5', ttl)).toBe('id-5');
       });
 
       it('hands one id to concurrent first events of a visitor', async () => {
         const k = key();
         const ids = await Promise.all(
-          Array.from({ length: 50 }, (_, i) => stores.sessions.touch(k, `c-${i}`, 60_000)),
+          Array.from({ length: 50 }, (_, i) => stores.sessions.touch(k, () => `c-${i}`, 60_000)),
         );
         expect(new Set(ids).size).toBe(1);
       });
