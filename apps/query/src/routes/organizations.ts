@@ -47,6 +47,8 @@ export function organizationRoutes(ctx: QueryContext) {
         createdBy: caller.userId,
         ...config,
       });
+      // An ingest replica may hold a cached 'no such site' for this id: drop it.
+      await ctx.stores.channel.publish(site.siteId).catch(() => {});
       return c.json(toSite(site, role), 201);
     },
   );
