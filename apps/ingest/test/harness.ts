@@ -23,7 +23,7 @@ export interface Harness {
   site(
     config?: Partial<SiteConfig> & { domain?: string },
   ): Promise<{ siteId: number; apiKey: string; organizationId: string; userId: string }>;
-  /** Sends everything buffered to ClickHouse now. */
+  /** Sends everything buffered to ClickHouse now (the app keeps running). */
   flush(): Promise<void>;
   rows<T = Record<string, unknown>>(siteId: number): Promise<T[]>;
   close(): Promise<void>;
@@ -44,20 +44,16 @@ export async function createHarness(
     opts.stores && opts.stores !== 'memory'
       ? createRedisStores(opts.stores.redisUrl, { prefix: `${uniqueName('test')}:` })
       : createMemoryStores();
-  const registry = new Registry();
-  let ingest = await open();
-  async function open() {
-    return openIngest({
-      log: createLogger('silent'),
-      registry,
-      sql: db.sql,
-      ch: chHandle.ch,
-      stores,
-      secret: 'harness-secret-0123456789',
-      settings: config,
-      readiness: [],
-    });
-  }
+  const ingest = await openIngest({
+    log: createLogger('silent'),
+    registry: new Registry(),
+    sql: db.sql,
+    ch: chHandle.ch,
+    stores,
+    secret: 'harness-secret-0123456789',
+    settings: config,
+    readiness: [],
+  });
   const harness: Harness = {
     app: createApp(ingest),
     deps: ingest,
@@ -80,12 +76,7 @@ export async function createHarness(
       return { siteId: site.siteId, apiKey: key, organizationId: org.id, userId: user.id };
     },
     async flush() {
-      // Closing drains every segment; a fresh writer (and app) takes over.
-      await ingest.close();
-      registry.clear();
-      ingest = await open();
-      harness.app = createApp(ingest);
-      harness.deps = ingest;
+      await ingest.writer.drain();
     },
     rows: (siteId) =>
       chHandle.ch.query(

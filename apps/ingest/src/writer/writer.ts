@@ -266,6 +266,17 @@ export class DurableWriter {
     return { segments: this.sealed.length + (this.active?.rows ? 1 : 0), bytes: this.bufferedBytes };
   }
 
+  /** Seals what is buffered and resolves once every segment is in ClickHouse (keeps running). */
+  async drain(timeoutMs = 30_000): Promise<void> {
+    this.serial(() => this.seal());
+    await this.io;
+    const deadline = Date.now() + timeoutMs;
+    while (this.sealed.length > 0) {
+      if (Date.now() > deadline) throw new Error('write-ahead buffer did not drain in time');
+      await sleep(5);
+    }
+  }
+
   /**
    * Stops taking rows and sends everything buffered to ClickHouse. What cannot be sent before
    * the deadline stays on disk and is replayed at the next start: nothing acknowledged is lost.
