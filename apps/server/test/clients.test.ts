@@ -1,0 +1,169 @@
+import { existsSync, readFileSync } from 'node:fs';
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { join } from 'node:path';
+import { Rybbit } from '@rybbit/node';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { Trackhouse } from '../../../packages/node/src';
+import {
+  createTestDatabase,
+  ROOT,
+  runEntry,
+  type StartedServer,
+  startEntry,
+  tempDir,
+} from '../../../test/helpers';
+
+const CHROMIUM = '/usr/bin/chromium';
+const hasChromium = existsSync(CHROMIUM);
+const CHROME_UA =
+  'Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/131.0.0.0 Safari/537.36';
+
+let server: StartedServer;
+let db: Awaited<ReturnType<typeof createTestDatabase>>;
+let dir: Awaited<ReturnType<typeof tempDir>>;
+let site: { siteId: number; apiKey: string };
+
+beforeAll(async () => {
+  db = await createTestDatabase();
+  dir = await tempDir('clients');
+  const env = { DATA_DIR: dir.path, DATABASE_URL: db.url, INGEST_FLUSH_INTERVAL_MS: '100' };
+  const init = await runEntry('apps/cli/src/main.ts', ['init', '--domain', 'localhost', '--json'], env);
+  site = JSON.parse(init.stdout) as { siteId: number; apiKey: string };
+  server = await startEntry('apps/server/src/main.ts', env);
+}, 60_000);
+afterAll(async () => {
+  await server?.stop();
+  await db?.drop();
+  await dir?.remove();
+});
+
+interface EventRow {
+  type: string;
+  event_name: string;
+  pathname: string;
+  properties: string;
+  hostname: string;
+  browser: string;
+  screen_width: number;
+  language: string;
+  page_title: string;
+}
+
+/** Events of the site read back through the query API, waiting (bounded) for the flush. */
+async function eventsWhere(match: (e: EventRow) => boolean, count: number): Promise<EventRow[]> {
+  const deadline = Date.now() + 15_000;
+  for (;;) {
+    const res = await fetch(`${server.url}/api/sites/${site.siteId}/events?page_size=1000`, {
+      headers: { authorization: `Bearer ${site.apiKey}` },
+    });
+    const rows = ((await res.json()) as { data: EventRow[] }).data.filter(match);
+    if (rows.length >= count || Date.now() > deadline) return rows;
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
+
+describe('official and own clients against the standalone server', () => {
+  it('@rybbit/node (key in the body) lands pageviews and events', async () => {
+    const client = new Rybbit({
+      analyticsHost: `${server.url}/api`,
+      siteId: String(site.siteId),
+      apiKey: site.apiKey,
+    });
+    await client.pageview({ pathname: '/rybbit-node', hostname: 'localhost' });
+    await client.event('rn-event', { pathname: '/rybbit-node' }, { n: 1, s: 'x' });
+    const rows = await eventsWhere((e) => e.pathname === '/rybbit-node', 2);
+    expect(rows.map((e) => [e.type, e.event_name]).sort()).toEqual([
+      ['custom_event', 'rn-event'],
+      ['pageview', ''],
+    ]);
+    expect(JSON.parse(rows.find((e) => e.type === 'custom_event')!.properties)).toEqual({ n: 1, s: 'x' });
+  });
+
+  it('@trackhouse/node (Bearer, batching) lands pageviews and events', async () => {
+    const client = new Trackhouse({
+      analyticsHost: `${server.url}/api`,
+      siteId: site.siteId,
+      apiKey: site.apiKey,
+      batch: { maxEvents: 10 },
+    });
+    const results = [
+      client.pageview({ pathname: '/th-node' }),
+      client.event('th-event', { pathname: '/th-node' }, { ok: true }),
+    ];
+    await client.close();
+    expect(await Promise.all(results)).toEqual([
+      { ok: true, status: 200 },
+      { ok: true, status: 200 },
+    ]);
+    const rows = await eventsWhere((e) => e.pathname === '/th-node', 2);
+    expect(rows.map((e) => e.type).sort()).toEqual(['custom_event', 'pageview']);
+  });
+
+  it.skipIf(!hasChromium)(
+    `@rybbit/js in headless Chromium (beacons, CORS, tracking config)${hasChromium ? '' : ' — skipped: /usr/bin/chromium is not installed'}`,
+    async () => {
+      const { chromium } = await import('playwright-core');
+      const script = readFileSync(join(ROOT, 'node_modules/@rybbit/js/dist/index.mjs'));
+      const page = `<!doctype html><html><head><title>Browser page</title></head><body>
+<a id="out" href="https://example.org/elsewhere">out</a>
+<script type="module">
+import rybbit from '/rybbit.mjs';
+await rybbit.init({ analyticsHost: '${server.url}/api', siteId: '${site.siteId}' });
+rybbit.event('browser-event', { plan: 'pro', seats: 2 });
+document.getElementById('out').addEventListener('click', (e) => e.preventDefault());
+window.ready = true;
+</script></body></html>`;
+      // The page comes from another origin than the API (localhost vs 127.0.0.1): real CORS.
+      const pages: Server = createServer((req, res) => {
+        if (req.url === '/rybbit.mjs') {
+          res.writeHead(200, { 'content-type': 'text/javascript' });
+          res.end(script);
+        } else {
+          res.writeHead(200, { 'content-type': 'text/html' });
+          res.end(page);
+        }
+      });
+      await new Promise<void>((r) => pages.listen(0, '127.0.0.1', r));
+      const port = (pages.address() as AddressInfo).port;
+      const browser = await chromium.launch({
+        executablePath: CHROMIUM,
+        args: [
+          '--no-sandbox',
+          '--disable-gpu',
+          '--disable-background-networking',
+          '--disable-component-update',
+          '--disable-sync',
+        ],
+      });
+      try {
+        const context = await browser.newContext({
+          userAgent: CHROME_UA,
+          viewport: { width: 1280, height: 800 },
+          locale: 'de-DE',
+        });
+        const tab = await context.newPage();
+        await tab.goto(`http://localhost:${port}/pricing`);
+        await tab.waitForFunction('window.ready === true', undefined, { timeout: 10_000 });
+        await tab.click('#out');
+        const rows = await eventsWhere((e) => e.hostname === 'localhost' && e.browser === 'Chrome', 3);
+        const pageview = rows.find((e) => e.type === 'pageview');
+        expect(pageview).toMatchObject({
+          pathname: '/pricing',
+          page_title: 'Browser page',
+          screen_width: 1280,
+          language: 'de-DE',
+        });
+        const event = rows.find((e) => e.type === 'custom_event');
+        expect(event?.event_name).toBe('browser-event');
+        expect(JSON.parse(event!.properties)).toEqual({ plan: 'pro', seats: 2 });
+        const outbound = rows.find((e) => e.type === 'outbound');
+        expect(JSON.parse(outbound!.properties)).toMatchObject({ url: 'https://example.org/elsewhere' });
+      } finally {
+        await browser.close();
+        await new Promise<void>((r) => pages.close(() => r()));
+      }
+    },
+    60_000,
+  );
+});
