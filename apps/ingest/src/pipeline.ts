@@ -159,6 +159,7 @@ export async function loadSite(deps: PipelineDeps, siteId: number): Promise<Trac
 export async function authenticate(deps: PipelineDeps, key: string, now: Date): Promise<Credentials> {
   const record = isApiKeyShaped(key) ? await deps.directory.apiKey(key) : undefined;
   if (!record || !isKeyUsable(record, now)) throw new ApiError('INVALID_API_KEY', 'Invalid API key');
+  deps.directory.keyUsed(record, now);
   const rateLimit = await deps.trackLimiter.hit(record.id, now.getTime());
   if (!rateLimit.allowed) {
     throw new ApiError('RATE_LIMITED', deps.rateLimitMessage, undefined, {

@@ -5,6 +5,7 @@ import {
   findApiKey,
   getRole,
   getSite,
+  noteKeyUse,
   type Role,
   type SiteRecord,
   type Sql,
@@ -22,6 +23,8 @@ export interface IngestDirectory {
   site(siteId: number): Promise<TrackedSite | undefined>;
   apiKey(key: string): Promise<ApiKeyRecord | undefined>;
   role(organizationId: string, userId: string): Promise<Role | undefined>;
+  /** Records a key's use (last_used_at, at most once a minute per key). */
+  keyUsed(record: ApiKeyRecord, now: Date): void;
   close(): Promise<void>;
 }
 
@@ -53,6 +56,7 @@ export async function createIngestDirectory(
     site: (siteId) => sites.get(siteId),
     apiKey: (key) => keys.get(key),
     role: (org, user) => roles.get(`${org}\u0000${user}`),
+    keyUsed: (record, now) => noteKeyUse(sql, record, now),
     close: unsubscribe,
   };
 }

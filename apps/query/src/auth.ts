@@ -6,6 +6,7 @@ import {
   getRole,
   getSite,
   isKeyUsable,
+  noteKeyUse,
   type Role,
   type SiteRecord,
   type Sql,
@@ -52,7 +53,9 @@ export class Authorizer {
     const key = bearer(c);
     if (key === undefined) return undefined;
     const record = isApiKeyShaped(key) ? await findApiKey(this.sql, key) : undefined;
-    if (!record || !isKeyUsable(record, new Date())) throw new ApiError('INVALID_API_KEY', 'Invalid API key');
+    const now = new Date();
+    if (!record || !isKeyUsable(record, now)) throw new ApiError('INVALID_API_KEY', 'Invalid API key');
+    noteKeyUse(this.sql, record, now);
     const limit = await this.limiter.hit(record.id, Date.now());
     const headers = {
       'RateLimit-Limit': String(limit.limit),

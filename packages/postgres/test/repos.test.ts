@@ -19,6 +19,7 @@ import {
   listMembers,
   listSites,
   migratePostgres,
+  noteKeyUse,
   type Pool,
   revokeApiKey,
   setMembership,
@@ -98,6 +99,15 @@ describe('api keys', () => {
     expect(isKeyUsable(expiring.record, new Date())).toBe(true);
     expect(isKeyUsable(expiring.record, new Date(Date.now() + 2000))).toBe(false);
     expect((await listApiKeys(sql, user.id)).map((k) => k.name)).toEqual(['ci', 'short']);
+
+    // Use is written at most once a minute per key.
+    const fresh = (await findApiKey(sql, expiring.key))!;
+    expect(fresh.lastUsedAt).toBeNull();
+    noteKeyUse(sql, fresh, new Date());
+    const firstNoted = fresh.lastUsedAt;
+    noteKeyUse(sql, fresh, new Date(Date.now() + 1_000));
+    expect(fresh.lastUsedAt).toBe(firstNoted); // within the minute: unchanged, no second write
+    await expect.poll(async () => (await findApiKey(sql, expiring.key))?.lastUsedAt).not.toBeNull();
   });
 });
 

@@ -56,3 +56,15 @@ export async function revokeApiKey(sql: Sql, userId: string, id: string): Promis
 export async function touchApiKey(sql: Sql, id: string): Promise<void> {
   await sql`update api_keys set last_used_at = now() where id = ${id}`;
 }
+
+const LAST_USED_RESOLUTION_MS = 60_000;
+
+/**
+ * Records that a key was used, at most once a minute per key (a write per request would cost
+ * more than the request). Fire and forget: a failed write never fails the request.
+ */
+export function noteKeyUse(sql: Sql, record: ApiKeyRecord, now: Date): void {
+  if (record.lastUsedAt && now.getTime() - record.lastUsedAt.getTime() < LAST_USED_RESOLUTION_MS) return;
+  record.lastUsedAt = now;
+  touchApiKey(sql, record.id).catch(() => {});
+}
