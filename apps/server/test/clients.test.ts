@@ -40,6 +40,7 @@ afterAll(async () => {
 
 interface EventRow {
   type: string;
+  country: string;
   event_name: string;
   pathname: string;
   properties: string;
@@ -70,7 +71,7 @@ describe('official and own clients against the standalone server', () => {
       siteId: String(site.siteId),
       apiKey: site.apiKey,
     });
-    await client.pageview({ pathname: '/rybbit-node', hostname: 'localhost' });
+    await client.pageview({ pathname: '/rybbit-node', hostname: 'localhost', ip_address: '8.8.8.8' });
     await client.event('rn-event', { pathname: '/rybbit-node' }, { n: 1, s: 'x' });
     const rows = await eventsWhere((e) => e.pathname === '/rybbit-node', 2);
     expect(rows.map((e) => [e.type, e.event_name]).sort()).toEqual([
@@ -78,6 +79,7 @@ describe('official and own clients against the standalone server', () => {
       ['pageview', ''],
     ]);
     expect(JSON.parse(rows.find((e) => e.type === 'custom_event')!.properties)).toEqual({ n: 1, s: 'x' });
+    expect(rows.find((e) => e.type === 'pageview')!.country).toBe('US');
   });
 
   it('@trackhouse/node (Bearer, batching) lands pageviews and events', async () => {
