@@ -50,7 +50,7 @@ export interface IngestDeps {
   readiness: ReadinessCheck[];
 }
 
-export function ingestContext(deps: IngestDeps): IngestContext {
+function ingestContext(deps: IngestDeps): IngestContext {
   const s = deps.settings;
   const pipeline: PipelineDeps = {
     directory: deps.directory,

@@ -1,7 +1,7 @@
 import type { IncomingMessage } from 'node:http';
 import { isIP } from 'node:net';
 import { getConnInfo } from '@hono/node-server/conninfo';
-import { ApiError, validationError } from '@trackhouse/core';
+import { ApiError, bearerToken, validationError } from '@trackhouse/core';
 import type { Context } from 'hono';
 import type { z } from 'zod';
 import type { RequestInfo } from './pipeline';
@@ -75,19 +75,12 @@ function clientAddress(c: Context, trustProxy: boolean): string {
   }
 }
 
-export function bearerKey(c: Context): string | undefined {
-  const header = c.req.header('authorization');
-  if (!header) return undefined;
-  const match = /^Bearer\s+(.+)$/i.exec(header.trim());
-  return match?.[1]?.trim() || undefined;
-}
-
 export function requestInfo(c: Context, trustProxy: boolean, bodyKey: string | undefined): RequestInfo {
   return {
     clientIp: clientAddress(c, trustProxy),
     userAgent: c.req.header('user-agent') ?? '',
     origin: c.req.header('origin'),
     referer: c.req.header('referer'),
-    apiKey: bearerKey(c) ?? (bodyKey || undefined),
+    apiKey: bearerToken(c) ?? (bodyKey || undefined),
   };
 }

@@ -18,7 +18,6 @@ export interface Harness {
   deps: IngestDeps;
   db: Awaited<ReturnType<typeof createTestDatabase>>;
   ch: ClickHouse;
-  bufferDir: string;
   /** A new organization with an owner, an API key and a site (config overrides applied). */
   site(
     config?: Partial<SiteConfig> & { domain?: string },
@@ -59,7 +58,6 @@ export async function createHarness(
     deps: ingest,
     db,
     ch: chHandle.ch,
-    bufferDir: buffer.path,
     async site(overrides = {}) {
       const org = await createOrganization(db.sql, uniqueName('org'));
       const user = await getOrCreateUser(db.sql, `${uniqueName('u')}@example.com`);

@@ -1,5 +1,5 @@
 import { timingSafeEqual } from 'node:crypto';
-import { ApiError, isApiKeyShaped } from '@trackhouse/core';
+import { ApiError, bearerToken, isApiKeyShaped } from '@trackhouse/core';
 import type { RateLimiter } from '@trackhouse/limits';
 import {
   findApiKey,
@@ -26,11 +26,6 @@ export interface SiteAccess {
 
 export type Need = 'read' | 'member' | 'admin';
 
-function bearer(c: Context): string | undefined {
-  const match = /^Bearer\s+(.+)$/i.exec(c.req.header('authorization')?.trim() ?? '');
-  return match?.[1]?.trim() || undefined;
-}
-
 function sameSecret(a: string, b: string): boolean {
   const x = Buffer.from(a);
   const y = Buffer.from(b);
@@ -50,7 +45,7 @@ export class Authorizer {
 
   /** The caller of a request with a Bearer key (validated and rate-limited), else undefined. */
   async caller(c: Context): Promise<Caller | undefined> {
-    const key = bearer(c);
+    const key = bearerToken(c);
     if (key === undefined) return undefined;
     const record = isApiKeyShaped(key) ? await findApiKey(this.sql, key) : undefined;
     const now = new Date();

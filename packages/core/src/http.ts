@@ -115,6 +115,12 @@ function accessLog(
   };
 }
 
+/** The token of an `Authorization: Bearer <token>` header, if the request has one. */
+export function bearerToken(c: Context): string | undefined {
+  const match = /^Bearer\s+(.+)$/i.exec(c.req.header('authorization')?.trim() ?? '');
+  return match?.[1]?.trim() || undefined;
+}
+
 /** A dependency the readiness probe checks. */
 export interface ReadinessCheck {
   name: string;
