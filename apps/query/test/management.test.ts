@@ -169,17 +169,21 @@ describe('sites', () => {
       method: 'POST',
       body: { name: 'g', goalType: 'path', config: { pathPattern: '/' } },
     });
-    const count = async (siteId: number) =>
+    const count = async (siteId: number, table = 'events') =>
       (
-        await h.ch.query<{ n: number }>('SELECT count() AS n FROM events WHERE site_id = {s:UInt32}', {
+        await h.ch.query<{ n: number }>(`SELECT count() AS n FROM ${table} WHERE site_id = {s:UInt32}`, {
           s: siteId,
         })
       )[0]!.n;
     expect(await count(t.siteId)).toBe(300);
+    const byName = await count(t.siteId, 'events_by_name');
+    expect(byName).toBeGreaterThan(0);
     const res = await h.json(`/api/sites/${t.siteId}`, { key: t.key, method: 'DELETE' });
     expect(res.body).toEqual({ success: true });
     expect(await count(t.siteId)).toBe(0);
+    expect(await count(t.siteId, 'events_by_name')).toBe(0);
     expect(await count(keep.siteId)).toBe(100);
+    expect(await count(keep.siteId, 'events_by_name')).toBeGreaterThan(0);
     const [goals] = await h.db.sql<
       { n: number }[]
     >`select count(*)::int as n from goals where site_id = ${t.siteId}`;

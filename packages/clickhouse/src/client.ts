@@ -4,12 +4,15 @@ import { type ClickHouseClient, type ClickHouseSettings, createClient } from '@c
 import { createChdbConnection } from 'chdb/connection';
 
 /**
- * Both forms answer 64-bit integers as JSON numbers: the server quotes them by default,
- * the embedded engine does not, so every call pins the setting. Counts stay far below 2^53.
+ * Settings every call carries. Both forms answer 64-bit integers as JSON numbers: the server
+ * quotes them by default, the embedded engine does not (counts stay far below 2^53). A
+ * replayed insert (same `insert_deduplication_token`) is deduplicated in the tables that
+ * materialized views fill as well, each on its own.
  */
 const NORMALIZED_SETTINGS: ClickHouseSettings = {
   output_format_json_quote_64bit_integers: 0,
   date_time_output_format: 'simple',
+  deduplicate_blocks_in_dependent_materialized_views: 1,
 };
 
 type ChdbCompatibleConnection = NonNullable<Parameters<typeof createClient>[0]>['connection'];

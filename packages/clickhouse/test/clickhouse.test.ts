@@ -1,3 +1,5 @@
+import { readdir, readFile } from 'node:fs/promises';
+import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { CLICKHOUSE_MIGRATIONS, createTestClickHouse } from '../../../test/helpers';
 import { type ClickHouse, migrateClickHouse, splitStatements } from '../src';
@@ -29,11 +31,10 @@ describe('embedded ClickHouse', () => {
     const applied = await ch.query<{ name: string }>(
       'SELECT name FROM schema_migrations FINAL ORDER BY name',
     );
-    expect(applied.map((r) => r.name)).toEqual(['0001_events.sql']);
-    expect(await migrateClickHouse(ch, CLICKHOUSE_MIGRATIONS)).toEqual({
-      applied: [],
-      skipped: ['0001_events.sql'],
-    });
+    const files = (await readdir(CLICKHOUSE_MIGRATIONS)).filter((f) => f.endsWith('.sql')).sort();
+    expect(files.length).toBeGreaterThanOrEqual(2);
+    expect(applied.map((r) => r.name)).toEqual(files);
+    expect(await migrateClickHouse(ch, CLICKHOUSE_MIGRATIONS)).toEqual({ applied: [], skipped: files });
   });
 
   it('orders the events table by site, then time', async () => {
@@ -75,6 +76,38 @@ describe('embedded ClickHouse', () => {
       { site: 1 },
     );
     expect(c?.c).toBe(3);
+  });
+
+  it('copies custom events and outbound clicks into events_by_name once, replays included', async () => {
+    const values = [
+      {
+        ...row(2, '0190a6c0-0000-7000-8000-000000000011', '2026-11-21 05:00:00.001'),
+        type: 'custom_event',
+        event_name: 'signup',
+      },
+      { ...row(2, '0190a6c0-0000-7000-8000-000000000012', '2026-11-21 05:00:00.002'), type: 'outbound' },
+      row(2, '0190a6c0-0000-7000-8000-000000000013', '2026-11-21 05:00:00.003'),
+    ];
+    for (let attempt = 0; attempt < 2; attempt++) {
+      await ch.writer.insert({
+        table: 'events',
+        values,
+        format: 'JSONEachRow',
+        clickhouse_settings: { insert_deduplication_token: 'by-name-1' },
+      });
+    }
+    // The migration's copy of earlier rows can run again without copying anything twice.
+    const migration = splitStatements(
+      await readFile(join(CLICKHOUSE_MIGRATIONS, '0002_events_by_name.sql'), 'utf8'),
+    );
+    await ch.command(migration.find((s) => s.startsWith('INSERT INTO events_by_name'))!);
+    const rows = await ch.query<{ type: string; event_name: string }>(
+      'SELECT type, event_name FROM events_by_name WHERE site_id = 2 ORDER BY type',
+    );
+    expect(rows).toEqual([
+      { type: 'custom_event', event_name: 'signup' },
+      { type: 'outbound', event_name: '' },
+    ]);
   });
 
   it('aggregates properties per key from the map column', async () => {

@@ -115,7 +115,7 @@ export async function listEvents(
 export async function eventNames(ch: ClickHouse, siteId: number, common: CommonParams) {
   const p = new Params();
   return ch.query<{ eventName: string; count: number }>(
-    `SELECT event_name AS eventName, count() AS count FROM events
+    `SELECT event_name AS eventName, count() AS count FROM events_by_name
      WHERE ${whereClause(p, siteId, common, [`type = 'custom_event'`])}
      GROUP BY event_name ORDER BY count DESC, eventName`,
     p.values,
@@ -133,7 +133,7 @@ export async function eventProperties(
   const name = p.bind('String', eventName);
   return ch.query<{ propertyKey: string; propertyValue: string; count: number }>(
     `SELECT key AS propertyKey, value AS propertyValue, count() AS count
-     FROM events ARRAY JOIN mapKeys(props) AS key, mapValues(props) AS value
+     FROM events_by_name ARRAY JOIN mapKeys(props) AS key, mapValues(props) AS value
      WHERE ${whereClause(p, siteId, common, [`type = 'custom_event'`, `event_name = ${name}`])}
      GROUP BY key, value ORDER BY count DESC, propertyKey, propertyValue
      LIMIT 1000`,
@@ -145,7 +145,7 @@ export async function outboundLinks(ch: ClickHouse, siteId: number, common: Comm
   const p = new Params();
   const rows = await ch.query<{ url: string; count: number; lastClicked: string }>(
     `SELECT props['url'] AS url, count() AS count, toString(max(timestamp)) AS lastClicked
-     FROM events
+     FROM events_by_name
      WHERE ${whereClause(p, siteId, common, [`type = 'outbound'`, `props['url'] != ''`])}
      GROUP BY url ORDER BY count DESC, url
      LIMIT 1000`,
@@ -156,5 +156,7 @@ export async function outboundLinks(ch: ClickHouse, siteId: number, common: Comm
 
 /** Removes every event of a site (lightweight delete: gone from reads at once). */
 export async function deleteSiteEvents(ch: ClickHouse, siteId: number): Promise<void> {
-  await ch.command('DELETE FROM events WHERE site_id = {site:UInt32}', { site: siteId });
+  for (const table of ['events', 'events_by_name']) {
+    await ch.command(`DELETE FROM ${table} WHERE site_id = {site:UInt32}`, { site: siteId });
+  }
 }

@@ -1,6 +1,6 @@
 import { toIso } from '@trackhouse/core';
 import type { ClickHouse } from '../client';
-import { type CommonParams, Params, whereClause } from './builder';
+import { type CommonParams, nextDay, Params, whereClause } from './builder';
 
 export type GoalDefinition =
   | { goalType: 'path'; config: { pathPattern: string } }
@@ -56,9 +56,14 @@ export function goalCondition(p: Params, goal: GoalDefinition): string {
   return `(${parts.join(' AND ')})`;
 }
 
+/** Custom events live in `events_by_name` too, ordered by name: event goals read only their rows. */
+const goalTable = (goal: GoalDefinition) => (goal.goalType === 'event' ? 'events_by_name' : 'events');
+
 /**
- * Distinct sessions with any event in range (after filters), and per goal those that converted:
- * one GROUP BY session (one hash table) rather than one distinct-count set per goal.
+ * Distinct sessions with any event in range (after filters), and per goal those that converted.
+ * Two queries at once: one GROUP BY session over the range (one hash table, with a flag per
+ * path goal, tested on the pathname dictionary), and one over the custom events alone with a
+ * distinct count per event goal.
  */
 export async function goalStats(
   ch: ClickHouse,
@@ -66,19 +71,39 @@ export async function goalStats(
   common: CommonParams,
   goals: GoalDefinition[],
 ): Promise<{ totalSessions: number; conversions: number[] }> {
-  const p = new Params();
-  const flags = goals.map((g, i) => `max(${goalCondition(p, g)}) AS g${i}`);
-  const sums = goals.map((_, i) => `sum(g${i}) AS c${i}`);
-  const [row] = await ch.query<Record<string, number>>(
-    `SELECT count() AS sessions${sums.length ? `, ${sums.join(', ')}` : ''}
-     FROM (
-       SELECT session_id${flags.length ? `, ${flags.join(', ')}` : ''}
-       FROM events WHERE ${whereClause(p, siteId, common)}
-       GROUP BY session_id
-     )`,
-    p.values,
-  );
-  return { totalSessions: row?.sessions ?? 0, conversions: goals.map((_, i) => row?.[`c${i}`] ?? 0) };
+  const conversions = goals.map(() => 0);
+  const pathGoals = goals.flatMap((g, i) => (g.goalType === 'path' ? [i] : []));
+  const eventGoals = goals.flatMap((g, i) => (g.goalType === 'event' ? [i] : []));
+
+  const sessionsQuery = async () => {
+    const p = new Params();
+    const flags = pathGoals.map((i) => `, max(${goalCondition(p, goals[i]!)}) AS g${i}`).join('');
+    const sums = pathGoals.map((i) => `, sum(g${i}) AS c${i}`).join('');
+    const [row] = await ch.query<Record<string, number>>(
+      `SELECT count() AS sessions${sums}
+       FROM (SELECT session_id${flags} FROM events WHERE ${whereClause(p, siteId, common)} GROUP BY session_id)`,
+      p.values,
+    );
+    for (const i of pathGoals) conversions[i] = row?.[`c${i}`] ?? 0;
+    return row?.sessions ?? 0;
+  };
+  const eventGoalsQuery = async () => {
+    if (eventGoals.length === 0) return;
+    const p = new Params();
+    const counts = eventGoals.map((i) => `uniqExactIf(session_id, ${goalCondition(p, goals[i]!)}) AS c${i}`);
+    const names = p.bind(
+      'Array(String)',
+      eventGoals.map((i) => (goals[i] as Extract<GoalDefinition, { goalType: 'event' }>).config.eventName),
+    );
+    const [row] = await ch.query<Record<string, number>>(
+      `SELECT ${counts.join(', ')} FROM events_by_name
+       WHERE ${whereClause(p, siteId, common, [`type = 'custom_event'`, `event_name IN ${names}`])}`,
+      p.values,
+    );
+    for (const i of eventGoals) conversions[i] = row?.[`c${i}`] ?? 0;
+  };
+  const [totalSessions] = await Promise.all([sessionsQuery(), eventGoalsQuery()]);
+  return { totalSessions, conversions };
 }
 
 export interface SessionRecord {
@@ -98,7 +123,16 @@ export interface SessionRecord {
   channel: string;
 }
 
-/** Sessions that converted the goal, newest end first. Fields are over the session's events in range. */
+/** Hours before the end of the range that goal sessions look back first, widening until a page fills. */
+const GOAL_SESSION_WINDOWS = [3, 24, 24 * 8];
+
+/**
+ * Sessions that converted the goal, newest end first (ties by id). Fields are over the
+ * session's events in range. The page is found first, newest events first: the converted
+ * sessions with an event in the last hours of the range are exactly those ending there, so when
+ * they fill the page nothing older can rank on it; otherwise the window widens (at last to the
+ * whole range). Full aggregates are then computed for the page's sessions only.
+ */
 export async function goalSessions(
   ch: ClickHouse,
   siteId: number,
@@ -106,6 +140,30 @@ export async function goalSessions(
   goal: GoalDefinition,
   page: { limit: number; offset: number },
 ): Promise<SessionRecord[]> {
+  const wanted = page.offset + page.limit;
+  let ids: string[] = [];
+  for (const hours of [...GOAL_SESSION_WINDOWS, undefined]) {
+    const p = new Params();
+    const rangeEnd = common.endDate
+      ? `toDateTime64(${p.bind('String', `${nextDay(common.endDate)} 00:00:00`)}, 3, ${p.bind('String', common.timeZone)})`
+      : 'now64(3)';
+    const window =
+      hours === undefined ? [] : [`timestamp >= ${rangeEnd} - INTERVAL ${p.bind('UInt32', hours)} HOUR`];
+    const ranked = await ch.query<{ s_session_id: string }>(
+      `SELECT toString(session_id) AS s_session_id FROM events
+       WHERE ${whereClause(p, siteId, common, window)}
+         AND session_id IN (
+           SELECT session_id FROM ${goalTable(goal)} WHERE ${whereClause(p, siteId, common, [goalCondition(p, goal)])})
+       GROUP BY session_id
+       ORDER BY max(timestamp) DESC, s_session_id
+       LIMIT ${p.bind('UInt32', wanted)}`,
+      p.values,
+    );
+    ids = ranked.slice(page.offset).map((r) => r.s_session_id);
+    if (ranked.length === wanted) break;
+  }
+  if (ids.length === 0) return [];
+
   const p = new Params();
   const order = '(timestamp, event_id)';
   // Output names carry an `s_` prefix: an alias named like a column would shadow the column in
@@ -126,18 +184,9 @@ export async function goalSessions(
        argMin(referrer, ${order}) AS s_referrer,
        argMin(channel, ${order}) AS s_channel
      FROM events
-     WHERE ${whereClause(p, siteId, common)}
-       -- Full aggregates only for the page's sessions: the converted sessions ranked by their
-       -- last event, cut to the page, first.
-       AND session_id IN (
-         SELECT session_id FROM events
-         WHERE ${whereClause(p, siteId, common)}
-           AND session_id IN (SELECT session_id FROM events WHERE ${whereClause(p, siteId, common, [goalCondition(p, goal)])})
-         GROUP BY session_id
-         ORDER BY max(timestamp) DESC, toString(session_id)
-         LIMIT ${p.bind('UInt32', page.limit)} OFFSET ${p.bind('UInt32', page.offset)})
+     WHERE ${whereClause(p, siteId, common, [`session_id IN ${p.bind('Array(UUID)', ids)}`])}
      GROUP BY session_id
-     ORDER BY max(timestamp) DESC, toString(session_id)`,
+     ORDER BY max(timestamp) DESC, s_session_id`,
     p.values,
   );
   return rows.map((r) => {
