@@ -149,13 +149,19 @@ export async function goalSessions(
       : 'now64(3)';
     const window =
       hours === undefined ? [] : [`timestamp >= ${rangeEnd} - INTERVAL ${p.bind('UInt32', hours)} HOUR`];
+    // Sessions with an event in the window and their last event, then those among them that
+    // converted in the range (the goal's rows looked up for these sessions only).
     const ranked = await ch.query<{ s_session_id: string }>(
-      `SELECT toString(session_id) AS s_session_id FROM events
-       WHERE ${whereClause(p, siteId, common, window)}
-         AND session_id IN (
-           SELECT session_id FROM ${goalTable(goal)} WHERE ${whereClause(p, siteId, common, [goalCondition(p, goal)])})
-       GROUP BY session_id
-       ORDER BY max(timestamp) DESC, s_session_id
+      `WITH recent AS (
+         SELECT session_id, max(timestamp) AS s_end FROM events
+         WHERE ${whereClause(p, siteId, common, window)}
+         GROUP BY session_id)
+       SELECT toString(session_id) AS s_session_id FROM recent
+       WHERE session_id IN (
+         SELECT session_id FROM ${goalTable(goal)}
+         WHERE ${whereClause(p, siteId, common, [goalCondition(p, goal)])}
+           AND session_id IN (SELECT session_id FROM recent))
+       ORDER BY s_end DESC, s_session_id
        LIMIT ${p.bind('UInt32', wanted)}`,
       p.values,
     );
