@@ -141,8 +141,14 @@ export async function goalSessions(
   page: { limit: number; offset: number },
 ): Promise<SessionRecord[]> {
   const wanted = page.offset + page.limit;
+  // A window as long as the range (25 hours a day covers DST days) is the whole range.
+  const rangeHours =
+    common.startDate && common.endDate
+      ? (Date.parse(nextDay(common.endDate)) - Date.parse(common.startDate)) / 3_600_000 + 1
+      : Number.POSITIVE_INFINITY;
+  const windows = [...GOAL_SESSION_WINDOWS.filter((h) => h < rangeHours), undefined];
   let ids: string[] = [];
-  for (const hours of [...GOAL_SESSION_WINDOWS, undefined]) {
+  for (const hours of windows) {
     const p = new Params();
     const rangeEnd = common.endDate
       ? `toDateTime64(${p.bind('String', `${nextDay(common.endDate)} 00:00:00`)}, 3, ${p.bind('String', common.timeZone)})`
