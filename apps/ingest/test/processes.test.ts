@@ -32,7 +32,16 @@ async function post(url: string, body: unknown, headers: Record<string, string> 
 async function countStored(
   dataDir: string,
   siteId: number,
-): Promise<{ rows: number; distinct: number; custom: number; byName: number; byNameDistinct: number }> {
+): Promise<{
+  rows: number;
+  distinct: number;
+  custom: number;
+  byName: number;
+  byNameDistinct: number;
+  sessions: number;
+  rolled: number;
+  rolledExact: number;
+}> {
   const ch = createClickHouse({
     kind: 'embedded',
     dataDir: embeddedClickHousePath(dataDir),
@@ -45,10 +54,21 @@ async function countStored(
       custom: number;
       byName: number;
       byNameDistinct: number;
+      sessions: number;
+      rolled: number;
+      rolledExact: number;
     }>(
       `SELECT count() AS rows, uniqExact(event_id) AS distinct, countIf(type = 'custom_event') AS custom,
          (SELECT count() FROM events_by_name WHERE site_id = {s:UInt32}) AS byName,
-         (SELECT uniqExact(event_id) FROM events_by_name WHERE site_id = {s:UInt32}) AS byNameDistinct
+         (SELECT uniqExact(event_id) FROM events_by_name WHERE site_id = {s:UInt32}) AS byNameDistinct,
+         uniqExact(session_id) AS sessions,
+         (SELECT count() FROM sessions FINAL WHERE site_id = {s:UInt32}) AS rolled,
+         (SELECT count() FROM
+            (SELECT session_id, min(timestamp) AS first, max(timestamp) AS last FROM events
+             WHERE site_id = {s:UInt32} GROUP BY session_id) AS e
+          INNER JOIN (SELECT session_id, session_start, session_end FROM sessions FINAL
+             WHERE site_id = {s:UInt32}) AS r ON e.session_id = r.session_id
+          WHERE e.first = r.session_start AND e.last = r.session_end) AS rolledExact
        FROM events WHERE site_id = {s:UInt32}`,
       { s: siteId },
     );
@@ -114,6 +134,9 @@ describe('ingest processes under faults', () => {
     expect(stored.custom).toBeGreaterThan(0);
     expect(stored.byName).toBe(stored.custom);
     expect(stored.byNameDistinct).toBe(stored.byName);
+    // The per-session rollup: one row per session, with its first and last event time.
+    expect(stored.rolled).toBe(stored.sessions);
+    expect(stored.rolledExact).toBe(stored.sessions);
   }, 120_000);
 
   it.skipIf(!redisUrl)(

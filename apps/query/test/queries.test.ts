@@ -5,6 +5,7 @@ import {
   insertEvents,
   type SeedEvent,
 } from '@trackhouse/clickhouse';
+import { uuidv7 } from '@trackhouse/core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createQueryHarness, type QueryHarness } from './harness';
 import { compareEvents, countBy, goalSessions, goalStats, selectEvents } from './reference';
@@ -19,15 +20,92 @@ beforeAll(async () => {
   const other = await h.tenant();
   // 45 days around both DST changes of 2026 (US: March 8, EU: March 29), many same-ms ties.
   const end = new Date('2026-04-05T12:00:00Z');
-  events = [
+  const generated = [
     ...generateEvents({ siteId: tenant.siteId, events: 6000, days: 45, end, seed: 7, tieRate: 0.25 }),
   ];
+  events = [...generated, ...crossingSessions(generated[0]!)];
   const noise = [...generateEvents({ siteId: other.siteId, events: 500, days: 45, end, seed: 8 })];
   await insertEvents(h.ch, [...events, ...noise]);
 }, 120_000);
 afterAll(async () => {
   await h.close();
 });
+
+/**
+ * Sessions crossing the scenarios' range boundaries (UTC instants of local midnights below),
+ * with goal pages and events on either side: the goal list counts such sessions from their
+ * events in range, not from the per-session rollup.
+ */
+function crossingSessions(template: SeedEvent): SeedEvent[] {
+  const at = (iso: string, minutes: number) => Date.parse(iso) + minutes * 60_000;
+  const session = (steps: [number, SeedEvent['type'], string, string?][]): SeedEvent[] => {
+    const sessionId = uuidv7(steps[0]![0]);
+    return steps.map(([ms, type, pathname, eventName = '']): SeedEvent => {
+      const iso = new Date(ms).toISOString();
+      const properties: Record<string, string> =
+        type === 'outbound'
+          ? { url: 'https://github.com/trackhouse', text: 'link' }
+          : type === 'custom_event'
+            ? { plan: 'pro' }
+            : {};
+      return {
+        ...template,
+        timestamp: `${iso.slice(0, 10)} ${iso.slice(11, 23)}`,
+        event_id: uuidv7(ms),
+        session_id: sessionId,
+        type,
+        pathname,
+        event_name: eventName,
+        properties: JSON.stringify(properties),
+        props: properties,
+      };
+    });
+  };
+  const boundaries = [
+    '2026-03-01T05:00:00Z', // New York midnight, EST
+    '2026-03-16T04:00:00Z', // New York midnight, EDT
+    '2026-03-08T05:00:00Z',
+    '2026-03-09T04:00:00Z',
+    '2026-03-28T23:00:00Z', // Berlin midnight, CET
+    '2026-03-29T22:00:00Z', // Berlin midnight, CEST
+    '2026-03-19T18:30:00Z', // Kolkata midnight
+    '2026-03-10T11:00:00Z', // Auckland midnight
+  ];
+  return [
+    ...boundaries.flatMap((b) => [
+      ...session([
+        [at(b, -10), 'pageview', '/blog/launch'],
+        [at(b, 5), 'pageview', '/'],
+        [at(b, 6), 'custom_event', '/', 'purchase'],
+      ]),
+      ...session([
+        [at(b, -20), 'pageview', '/docs/api/events'],
+        [at(b, -1), 'custom_event', '/docs/api/events', 'purchase'],
+        [at(b, 3), 'pageview', '/checkout/cart'],
+      ]),
+      ...session([
+        [at(b, -3), 'pageview', '/checkout/pay'],
+        [at(b, 2), 'outbound', '/checkout/pay'],
+      ]),
+      // The latest end and the earliest start among the crossing sessions, each its only
+      // event in the range.
+      ...session([
+        [at(b, -30), 'pageview', '/checkout/cart'],
+        [at(b, 30), 'pageview', '/blog'],
+      ]),
+    ]),
+    // Across a whole local day, with one event inside it, and with none.
+    ...session([
+      [at('2026-03-08T05:00:00Z', -10), 'pageview', '/blog'],
+      [at('2026-03-08T17:00:00Z', 0), 'pageview', '/checkout/cart'],
+      [at('2026-03-09T04:00:00Z', 10), 'pageview', '/'],
+    ]),
+    ...session([
+      [at('2026-03-28T23:00:00Z', -10), 'pageview', '/blog/launch'],
+      [at('2026-03-29T22:00:00Z', 10), 'pageview', '/checkout/pay'],
+    ]),
+  ];
+}
 
 function query(c: Partial<CommonParams>, extra: Record<string, string> = {}): string {
   const params = new URLSearchParams(extra);
@@ -109,6 +187,12 @@ const GOALS: (GoalDefinition & { name: string })[] = [
     name: 'value "2"',
     goalType: 'event',
     config: { eventName: 'add_to_cart', eventPropertyKey: 'value', eventPropertyValue: '2' },
+  },
+  {
+    // Events carry `trial` as a boolean, which the map stores as the text "true".
+    name: 'trial "true"',
+    goalType: 'event',
+    config: { eventName: 'purchase', eventPropertyKey: 'trial', eventPropertyValue: 'true' },
   },
 ];
 

@@ -13,6 +13,9 @@ const NORMALIZED_SETTINGS: ClickHouseSettings = {
   output_format_json_quote_64bit_integers: 0,
   date_time_output_format: 'simple',
   deduplicate_blocks_in_dependent_materialized_views: 1,
+  // The session rollup is partitioned by the day a session began: a batch holding events of
+  // long-lived sessions (or a bulk copy) may touch many days, which must not fail the insert.
+  throw_on_max_partitions_per_insert_block: 0,
 };
 
 type ChdbCompatibleConnection = NonNullable<Parameters<typeof createClient>[0]>['connection'];

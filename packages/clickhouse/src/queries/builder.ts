@@ -73,21 +73,24 @@ export function nextDay(date: string): string {
 }
 
 /**
- * Site and inclusive local-date range as constant bounds on `timestamp` (so the sort key is
- * used): local midnight of the start date up to local midnight after the end date.
+ * The inclusive local-date range as constant instants: local midnight of the start date, and
+ * local midnight after the end date (exclusive). Either is absent for an open range.
  */
+export function rangeBounds(p: Params, common: CommonParams): { from?: string; to?: string } {
+  const at = (date: string) =>
+    `toDateTime64(${p.bind('String', `${date} 00:00:00`)}, 3, ${p.bind('String', common.timeZone)})`;
+  return {
+    from: common.startDate ? at(common.startDate) : undefined,
+    to: common.endDate ? at(nextDay(common.endDate)) : undefined,
+  };
+}
+
+/** Site and range as constant bounds on `timestamp` (so the sort key is used). */
 export function rangeCondition(p: Params, siteId: number, common: CommonParams): string {
+  const { from, to } = rangeBounds(p, common);
   const parts = [`site_id = ${p.bind('UInt32', siteId)}`];
-  if (common.startDate) {
-    parts.push(
-      `timestamp >= toDateTime64(${p.bind('String', `${common.startDate} 00:00:00`)}, 3, ${p.bind('String', common.timeZone)})`,
-    );
-  }
-  if (common.endDate) {
-    parts.push(
-      `timestamp < toDateTime64(${p.bind('String', `${nextDay(common.endDate)} 00:00:00`)}, 3, ${p.bind('String', common.timeZone)})`,
-    );
-  }
+  if (from) parts.push(`timestamp >= ${from}`);
+  if (to) parts.push(`timestamp < ${to}`);
   return parts.join(' AND ');
 }
 

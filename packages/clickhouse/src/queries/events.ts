@@ -156,7 +156,7 @@ export async function outboundLinks(ch: ClickHouse, siteId: number, common: Comm
 
 /** Removes every event of a site (lightweight delete: gone from reads at once). */
 export async function deleteSiteEvents(ch: ClickHouse, siteId: number): Promise<void> {
-  for (const table of ['events', 'events_by_name']) {
+  for (const table of ['events', 'events_by_name', 'sessions', 'site_pages']) {
     await ch.command(`DELETE FROM ${table} WHERE site_id = {site:UInt32}`, { site: siteId });
   }
 }

@@ -1,6 +1,6 @@
 import { toIso } from '@trackhouse/core';
 import type { ClickHouse } from '../client';
-import { type CommonParams, nextDay, Params, whereClause } from './builder';
+import { type CommonParams, nextDay, Params, rangeBounds, whereClause } from './builder';
 
 export type GoalDefinition =
   | { goalType: 'path'; config: { pathPattern: string } }
@@ -36,6 +36,15 @@ export function pathPatternRegex(pattern: string): string {
   return `^${out}$`;
 }
 
+/** Whether `text` parses as JSON to something other than a string (`2`, `true`, `null`, `{}`…). */
+function isJsonOfNonString(text: string): boolean {
+  try {
+    return typeof JSON.parse(text) !== 'string';
+  } catch {
+    return false;
+  }
+}
+
 /** The condition an event must meet to convert a goal. */
 export function goalCondition(p: Params, goal: GoalDefinition): string {
   if (goal.goalType === 'path') {
@@ -46,11 +55,12 @@ export function goalCondition(p: Params, goal: GoalDefinition): string {
   if (key !== undefined && value !== undefined) {
     const k = p.bind('String', key);
     // The map answers most rows cheaply; the JSON type check (evaluated only for rows that got
-    // this far) tells the number 2 from the string "2", which the map stores alike.
+    // this far) tells the number 2 from the string "2", which the map stores alike. A string
+    // that is not the JSON text of another value (the map's form for non-strings) needs none.
     parts.push(
       typeof value === 'number'
         ? `props[${k}] != '' AND JSONType(properties, ${k}) IN ('Int64', 'UInt64', 'Double') AND JSONExtractFloat(properties, ${k}) = ${p.bind('Float64', value)}`
-        : `props[${k}] = ${p.bind('String', value)} AND JSONType(properties, ${k}) = 'String'`,
+        : `props[${k}] = ${p.bind('String', value)}${isJsonOfNonString(value) ? ` AND JSONType(properties, ${k}) = 'String'` : ''}`,
     );
   }
   return `(${parts.join(' AND ')})`;
@@ -61,9 +71,9 @@ const goalTable = (goal: GoalDefinition) => (goal.goalType === 'event' ? 'events
 
 /**
  * Distinct sessions with any event in range (after filters), and per goal those that converted.
- * Two queries at once: one GROUP BY session over the range (one hash table, with a flag per
- * path goal, tested on the pathname dictionary), and one over the custom events alone with a
- * distinct count per event goal.
+ * Queries run at once: the sessions and path goals (from the per-session rollup without
+ * filters, else one GROUP BY session over the range) and the event goals (one distinct count
+ * each, over the custom events alone).
  */
 export async function goalStats(
   ch: ClickHouse,
@@ -76,16 +86,24 @@ export async function goalStats(
   const eventGoals = goals.flatMap((g, i) => (g.goalType === 'event' ? [i] : []));
 
   const sessionsQuery = async () => {
-    const p = new Params();
-    const flags = pathGoals.map((i) => `, max(${goalCondition(p, goals[i]!)}) AS g${i}`).join('');
-    const sums = pathGoals.map((i) => `, sum(g${i}) AS c${i}`).join('');
-    const [row] = await ch.query<Record<string, number>>(
-      `SELECT count() AS sessions${sums}
-       FROM (SELECT session_id${flags} FROM events WHERE ${whereClause(p, siteId, common)} GROUP BY session_id)`,
-      p.values,
-    );
-    for (const i of pathGoals) conversions[i] = row?.[`c${i}`] ?? 0;
-    return row?.sessions ?? 0;
+    const counts =
+      common.filters.length === 0
+        ? await rollupSessionCounts(
+            ch,
+            siteId,
+            common,
+            pathGoals.map((i) => goals[i]!),
+          )
+        : await scannedSessionCounts(
+            ch,
+            siteId,
+            common,
+            pathGoals.map((i) => goals[i]!),
+          );
+    pathGoals.forEach((goal, j) => {
+      conversions[goal] = counts.conversions[j]!;
+    });
+    return counts.sessions;
   };
   const eventGoalsQuery = async () => {
     if (eventGoals.length === 0) return;
@@ -104,6 +122,100 @@ export async function goalStats(
   };
   const [totalSessions] = await Promise.all([sessionsQuery(), eventGoalsQuery()]);
   return { totalSessions, conversions };
+}
+
+interface SessionCounts {
+  sessions: number;
+  /** Per path goal, in the order given. */
+  conversions: number[];
+}
+
+/**
+ * Sessions and path-goal conversions over the events themselves: one GROUP BY session over the
+ * range, with a flag per goal (the pattern is tested once per distinct pathname). `extra`
+ * narrows the rows (the rollup passes the sessions crossing a range boundary).
+ */
+async function scannedSessionCounts(
+  ch: ClickHouse,
+  siteId: number,
+  common: CommonParams,
+  goals: GoalDefinition[],
+  extra: (p: Params) => string[] = () => [],
+): Promise<SessionCounts> {
+  const p = new Params();
+  const flags = goals.map((g, j) => `, max(${goalCondition(p, g)}) AS g${j}`).join('');
+  const sums = goals.map((_, j) => `, sum(g${j}) AS c${j}`).join('');
+  const [row] = await ch.query<Record<string, number>>(
+    `SELECT count() AS sessions${sums}
+     FROM (SELECT session_id${flags} FROM events WHERE ${whereClause(p, siteId, common, extra(p))} GROUP BY session_id)`,
+    p.values,
+  );
+  return { sessions: row?.sessions ?? 0, conversions: goals.map((_, j) => row?.[`c${j}`] ?? 0) };
+}
+
+/**
+ * Sessions and path-goal conversions from the `sessions` rollup, for ranges without filters.
+ * A session lying wholly inside the range has all its events in it: it is counted there, and
+ * converts a path goal when one of its pageview paths matches. Patterns are matched against
+ * the site's distinct paths (`site_pages`, one regex per path), and the matching paths' hashes
+ * looked up in each session's. Sessions crossing a range boundary are listed and counted from
+ * their events in range, read only up to the last end among those that began before the range
+ * and from the first start among those that end after it.
+ */
+async function rollupSessionCounts(
+  ch: ClickHouse,
+  siteId: number,
+  common: CommonParams,
+  goals: GoalDefinition[],
+): Promise<SessionCounts> {
+  const p = new Params();
+  const site = p.bind('UInt32', siteId);
+  const { from, to } = rangeBounds(p, common);
+  const inside = [from && `session_start >= ${from}`, to && `session_end < ${to}`].filter(Boolean);
+  const overlaps = [to && `session_start < ${to}`, from && `session_end >= ${from}`].filter(Boolean);
+  const pages = goals.map((g, j) => {
+    const re = p.bind(
+      'String',
+      pathPatternRegex((g as Extract<GoalDefinition, { goalType: 'path' }>).config.pathPattern),
+    );
+    return `(SELECT groupUniqArray(cityHash64(pathname)) FROM site_pages WHERE site_id = ${site} AND match(pathname, ${re})) AS pages${j}`;
+  });
+  const counts = goals
+    .map((_, j) => `, countIf(inside AND hasAny(page_hashes, pages${j})) AS c${j}`)
+    .join('');
+  const edges = [
+    'groupArrayIf(session_id, NOT inside) AS edge_ids',
+    from ? `toString(maxIfOrNull(session_end, session_start < ${from})) AS edge_until` : 'NULL AS edge_until',
+    to ? `toString(minIfOrNull(session_start, session_end >= ${to})) AS edge_from` : 'NULL AS edge_from',
+  ];
+  const [row] = await ch.query<
+    Record<string, number> & { edge_ids: string[]; edge_until: string | null; edge_from: string | null }
+  >(
+    `WITH ${[...pages, `${inside.length > 0 ? inside.join(' AND ') : '1'} AS inside`].join(',\n')}
+     SELECT countIf(inside) AS sessions${counts}, ${edges.join(', ')}
+     FROM sessions FINAL
+     WHERE ${[`site_id = ${site}`, ...overlaps].join(' AND ')}`,
+    p.values,
+  );
+  const result: SessionCounts = {
+    sessions: row?.sessions ?? 0,
+    conversions: goals.map((_, j) => row?.[`c${j}`] ?? 0),
+  };
+  if (!row || row.edge_ids.length === 0) return result;
+
+  // The crossing sessions' events in range lie before the last of them to end (those that
+  // began before the range) or after the first of them to begin (those that end after it).
+  const edge = await scannedSessionCounts(ch, siteId, common, goals, (q) => {
+    const near = [
+      row.edge_until !== null && `timestamp <= ${q.bind("DateTime64(3, 'UTC')", row.edge_until)}`,
+      row.edge_from !== null && `timestamp >= ${q.bind("DateTime64(3, 'UTC')", row.edge_from)}`,
+    ].filter(Boolean);
+    return [`session_id IN ${q.bind('Array(UUID)', row.edge_ids)}`, `(${near.join(' OR ')})`];
+  });
+  return {
+    sessions: result.sessions + edge.sessions,
+    conversions: result.conversions.map((c, j) => c + edge.conversions[j]!),
+  };
 }
 
 export interface SessionRecord {
