@@ -1,3 +1,4 @@
+import { createClickHouse, embeddedClickHousePath } from '@trackhouse/clickhouse';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestDatabase, runEntry, tempDir } from '../../../test/helpers';
 
@@ -105,6 +106,32 @@ describe('trackhouse CLI', () => {
       expect.objectContaining({ keyId: key.keyId, name: 'deploy', revoked: false }),
     ]);
     expect(JSON.stringify(keys)).not.toContain(String(key.apiKey));
+  });
+
+  it('seeds events into ClickHouse with a progress bar, the session rollup included', async () => {
+    const { body: site } = await json('init', '--domain', 'seeded.example');
+    const r = await cli('seed', '--site', String(site.siteId), '--events', '5000', '--days', '3', '--json');
+    expect(r.code).toBe(0);
+    expect(r.stderr).toContain('5000/5000 events');
+    expect(JSON.parse(r.stdout)).toMatchObject({ siteId: site.siteId, events: 5000, days: 3 });
+    const ch = createClickHouse({
+      kind: 'embedded',
+      dataDir: embeddedClickHousePath(dataDir.path),
+      queryPoolSize: 1,
+    });
+    try {
+      const [stored] = await ch.query<{ events: number; sessions: number; rolled: number; span: number }>(
+        `SELECT count() AS events, uniqExact(session_id) AS sessions,
+           (SELECT count() FROM sessions FINAL WHERE site_id = {s:UInt32}) AS rolled,
+           dateDiff('hour', min(timestamp), max(timestamp)) AS span
+         FROM events WHERE site_id = {s:UInt32}`,
+        { s: site.siteId },
+      );
+      expect(stored).toMatchObject({ events: 5000, rolled: stored!.sessions });
+      expect(stored!.span).toBeGreaterThanOrEqual(70);
+    } finally {
+      await ch.close();
+    }
   });
 
   it('prints human-readable tables without --json', async () => {

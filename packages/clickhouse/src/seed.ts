@@ -134,7 +134,8 @@ const chTime = (ms: number) => {
 /**
  * Realistic events, reproducible from `seed`: visitors with sessions of 1–12 events a few
  * seconds to minutes apart, mostly pageviews, some custom events with properties and outbound
- * clicks, a mix of sources, clients and places. Sessions start uniformly over the period.
+ * clicks, a mix of sources, clients and places. Sessions start at an even rate over the period,
+ * in time order.
  */
 export function* generateEvents(opts: SeedOptions): Generator<SeedEvent> {
   const r = rng(opts.seed ?? 1);
@@ -152,9 +153,11 @@ export function* generateEvents(opts: SeedOptions): Generator<SeedEvent> {
     const language = LANGS[visitor % LANGS.length]!;
     const [referrer, channel, utmSource, utmMedium] = pick(SOURCES);
     const querystring = utmSource ? `?utm_source=${utmSource}&utm_medium=${utmMedium}` : '';
-    const sessionId = uuidv7();
     const length = Math.min(opts.events - produced, 1 + Math.floor(r() * r() * 12));
-    let ms = end - Math.floor(r() * span);
+    // Sessions start in time order at an even rate, as live traffic arrives; the id carries the
+    // start time, as the ingest service's ids do.
+    let ms = end - span + Math.floor(((produced + r()) / opts.events) * span);
+    const sessionId = uuidv7(ms);
     for (let i = 0; i < length; i++) {
       if (i > 0 && r() >= tieRate) ms += 1_000 + Math.floor(r() * 240_000);
       if (ms >= end) ms = end - 1;
@@ -271,9 +274,34 @@ export async function insertEvents(
   }
 }
 
-export function seedEvents(
+/**
+ * Generates and inserts events (the CLI's seed), then merges the session rollup's past days as
+ * live traffic would have had them: weeks of history arrive here in minutes, while the table
+ * merges a day's partition only an hour after its last insert.
+ */
+export async function seedEvents(
   ch: ClickHouse,
   opts: SeedOptions & { batchRows?: number; onProgress?: (done: number) => void },
 ): Promise<number> {
-  return insertEvents(ch, generateEvents(opts), opts);
+  const inserted = await insertEvents(ch, generateEvents(opts), opts);
+  await compactSessionDays(ch, new Date());
+  return inserted;
+}
+
+/**
+ * Merges each partition of the session rollup (one per UTC day a session began) that holds
+ * several parts, for the days before `today`. Returns the partitions merged.
+ */
+export async function compactSessionDays(ch: ClickHouse, today: Date): Promise<string[]> {
+  const rows = await ch.query<{ id: string }>(
+    `SELECT partition_id AS id FROM system.parts
+     WHERE database = currentDatabase() AND table = 'sessions' AND active
+     GROUP BY partition_id HAVING count() > 1 AND partition_id < {today:String}
+     ORDER BY partition_id`,
+    { today: today.toISOString().slice(0, 10).replaceAll('-', '') },
+  );
+  const ids = rows.map((r) => r.id).filter((id) => /^\d{8}$/.test(id));
+  // A partition id is not a value OPTIMIZE can bind; these are eight digits from system.parts.
+  for (const id of ids) await ch.command(`OPTIMIZE TABLE sessions PARTITION ID '${id}' FINAL`);
+  return ids;
 }

@@ -1,8 +1,9 @@
 import { readdir, readFile } from 'node:fs/promises';
 import { join } from 'node:path';
+import { uuidv7 } from '@trackhouse/core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { CLICKHOUSE_MIGRATIONS, createTestClickHouse } from '../../../test/helpers';
-import { type ClickHouse, migrateClickHouse, splitStatements } from '../src';
+import { type ClickHouse, compactSessionDays, migrateClickHouse, splitStatements } from '../src';
 
 let handle: Awaited<ReturnType<typeof createTestClickHouse>>;
 let ch: ClickHouse;
@@ -108,6 +109,88 @@ describe('embedded ClickHouse', () => {
       { type: 'custom_event', event_name: 'signup' },
       { type: 'outbound', event_name: '' },
     ]);
+  });
+
+  it('rolls a session split over batches, replays and a rerun copy into one row', async () => {
+    const session = '0190a6c0-0000-7000-8000-0000000000aa';
+    const inSession = (eventId: string, ts: string, pathname: string, type = 'pageview') => ({
+      ...row(3, eventId, ts),
+      session_id: session,
+      pathname,
+      type,
+    });
+    const batches = [
+      [
+        inSession('0190a6c0-0000-7000-8000-000000000021', '2026-11-21 06:00:05.000', '/b'),
+        inSession('0190a6c0-0000-7000-8000-000000000022', '2026-11-21 06:00:01.000', '/a'),
+      ],
+      [
+        inSession('0190a6c0-0000-7000-8000-000000000023', '2026-11-21 06:09:00.000', '/a'),
+        inSession('0190a6c0-0000-7000-8000-000000000024', '2026-11-21 06:10:00.000', '/c', 'custom_event'),
+      ],
+    ];
+    for (const [n, values] of [...batches.entries(), [0, batches[0]!] as const]) {
+      await ch.writer.insert({
+        table: 'events',
+        values,
+        format: 'JSONEachRow',
+        clickhouse_settings: { insert_deduplication_token: `sessions-${n}` },
+      });
+    }
+    const migration = splitStatements(
+      await readFile(join(CLICKHOUSE_MIGRATIONS, '0003_sessions.sql'), 'utf8'),
+    );
+    for (const statement of migration.filter((s) => s.startsWith('INSERT'))) await ch.command(statement);
+
+    const rows = await ch.query<{ s: string; e: string; pages: string[]; paths: string[] }>(
+      `SELECT toString(session_start) AS s, toString(session_end) AS e,
+         arraySort(arrayMap(h -> toString(h), page_hashes)) AS pages,
+         (SELECT arraySort(groupArray(toString(cityHash64(pathname)))) FROM site_pages FINAL
+          WHERE site_id = 3) AS paths
+       FROM sessions FINAL WHERE site_id = 3`,
+    );
+    expect(rows).toHaveLength(1);
+    expect(rows[0]!.s).toBe('2026-11-21 06:00:01.000');
+    expect(rows[0]!.e).toBe('2026-11-21 06:10:00.000');
+    // Pageview paths only (not the custom event's), once each; the site's pages likewise.
+    expect(rows[0]!.pages).toHaveLength(2);
+    expect(rows[0]!.pages).toEqual(rows[0]!.paths);
+  });
+
+  it('partitions the rollup by the day a session began and merges past days on request', async () => {
+    // Session ids carry their start (UUID v7): 2026-11-19 and 2026-11-21, UTC.
+    const past = uuidv7(Date.parse('2026-11-19T10:00:00Z'));
+    const today = uuidv7(Date.parse('2026-11-21T10:00:00Z'));
+    for (const [n, ts] of ['2026-11-21 10:00:00.000', '2026-11-21 10:05:00.000'].entries()) {
+      await ch.writer.insert({
+        table: 'events',
+        values: [past, today].map((session, i) => ({
+          ...row(4, uuidv7(Date.parse(`${ts.replace(' ', 'T')}Z`) + i), ts),
+          session_id: session,
+        })),
+        format: 'JSONEachRow',
+        clickhouse_settings: { insert_deduplication_token: `compact-${n}` },
+      });
+    }
+    const parts = async () =>
+      Object.fromEntries(
+        (
+          await ch.query<{ id: string; n: number }>(
+            `SELECT partition_id AS id, count() AS n FROM system.parts
+             WHERE database = currentDatabase() AND table = 'sessions' AND active
+               AND partition_id IN ('20261119', '20261121')
+             GROUP BY id`,
+          )
+        ).map((r) => [r.id, r.n]),
+      );
+    expect(await parts()).toEqual({ '20261119': 2, '20261121': 2 });
+    expect(await compactSessionDays(ch, new Date('2026-11-21T12:00:00Z'))).toContain('20261119');
+    expect(await parts()).toEqual({ '20261119': 1, '20261121': 2 });
+    const [merged] = await ch.query<{ n: number }>(
+      'SELECT count() AS n FROM sessions WHERE site_id = 4 AND session_id = {s:UUID}',
+      { s: past },
+    );
+    expect(merged?.n).toBe(1);
   });
 
   it('aggregates properties per key from the map column', async () => {
