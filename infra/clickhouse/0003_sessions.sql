@@ -48,12 +48,14 @@ AS SELECT DISTINCT site_id, toString(pathname) AS pathname
 FROM events
 WHERE type = 'pageview';
 
--- Rows stored before this migration (running it twice only stores rows that merge away).
+-- Rows stored before this migration (running it twice only stores rows that merge away). A
+-- large history's GROUP BY spills to disk instead of holding every session in memory.
 INSERT INTO sessions
 SELECT site_id, session_id, min(timestamp), max(timestamp),
     groupUniqArrayIf(cityHash64(pathname), type = 'pageview')
 FROM events
-GROUP BY site_id, session_id;
+GROUP BY site_id, session_id
+SETTINGS max_bytes_before_external_group_by = 1000000000;
 
 INSERT INTO site_pages
 SELECT DISTINCT site_id, toString(pathname)
