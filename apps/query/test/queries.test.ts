@@ -3,6 +3,7 @@ import {
   type GoalDefinition,
   generateEvents,
   insertEvents,
+  ROLLUP_MAX_GOAL_PAGES,
   type SeedEvent,
 } from '@trackhouse/clickhouse';
 import { uuidv7 } from '@trackhouse/core';
@@ -94,6 +95,13 @@ function crossingSessions(template: SeedEvent): SeedEvent[] {
         [at(b, 30), 'pageview', '/blog'],
       ]),
     ]),
+    // A goal pattern matching many distinct paths (looked up through a hashed set).
+    ...Array.from({ length: 40 }, (_, i) =>
+      session([
+        [at('2026-03-05T09:00:00Z', i * 7), 'pageview', '/'],
+        [at('2026-03-05T09:00:00Z', i * 7 + 1), 'pageview', `/blog/post-${i}`],
+      ]),
+    ).flat(),
     // Across a whole local day, with one event inside it, and with none.
     ...session([
       [at('2026-03-08T05:00:00Z', -10), 'pageview', '/blog'],
@@ -290,6 +298,60 @@ describe('goals against a brute-force computation', () => {
       key: tenant.key,
     });
     expect(byDefault.body.data.map((g) => g.name)).toEqual([...GOALS].reverse().map((g) => g.name)); // createdAt desc
+  });
+
+  it('counts a path goal matching more paths than the rollup lookup takes from the events', async () => {
+    const site = await h.tenant();
+    const template = events[0]!;
+    const sessionIds = Array.from({ length: 1001 }, (_, n) =>
+      uuidv7(Date.parse('2026-03-05T12:00:00Z') + n * 10_000),
+    );
+    const many = Array.from({ length: ROLLUP_MAX_GOAL_PAGES + 1 }, (_, i): SeedEvent => {
+      const ms = Date.parse('2026-03-05T12:00:00Z') + i * 1000;
+      const iso = new Date(ms).toISOString();
+      return {
+        ...template,
+        site_id: site.siteId,
+        type: 'pageview',
+        event_name: '',
+        properties: '{}',
+        props: {},
+        timestamp: `${iso.slice(0, 10)} ${iso.slice(11, 23)}`,
+        event_id: uuidv7(ms),
+        // Ten events per session; a third of the sessions reach /shop/….
+        session_id: sessionIds[Math.floor(i / 10)]!,
+        pathname: Math.floor(i / 10) % 3 === 0 ? `/shop/item-${i}` : `/read/item-${i}`,
+      };
+    });
+    await insertEvents(h.ch, many);
+    const goal: GoalDefinition = { goalType: 'path', config: { pathPattern: '/**' } };
+    const shop: GoalDefinition = { goalType: 'path', config: { pathPattern: '/shop/*' } };
+    for (const [name, g] of [
+      ['every page', goal],
+      ['shop', shop],
+    ] as const) {
+      const created = await h.json(`/api/sites/${site.siteId}/goals`, {
+        key: site.key,
+        method: 'POST',
+        body: { name, goalType: g.goalType, config: g.config },
+      });
+      expect(created.status).toBe(201);
+    }
+    const res = await h.json<{ data: { name: string; total_sessions: number; total_conversions: number }[] }>(
+      `/api/sites/${site.siteId}/goals?sort=name&order=asc&start_date=2026-03-05&end_date=2026-03-05`,
+      { key: site.key },
+    );
+    const selected = selectEvents(
+      many,
+      site.siteId,
+      full({ startDate: '2026-03-05', endDate: '2026-03-05' }),
+    );
+    expect(res.body.data).toMatchObject([
+      { name: 'every page', ...goalStats(selected, goal) },
+      { name: 'shop', ...goalStats(selected, shop) },
+    ]);
+    expect(res.body.data[0]).toMatchObject({ total_sessions: 1001, total_conversions: 1001 });
+    expect(res.body.data[1]).toMatchObject({ total_conversions: 334 });
   });
 });
 

@@ -153,14 +153,19 @@ async function scannedSessionCounts(
   return { sessions: row?.sessions ?? 0, conversions: goals.map((_, j) => row?.[`c${j}`] ?? 0) };
 }
 
+/** Matching paths up to which a path goal is looked up in the rollup (else the events are scanned). */
+export const ROLLUP_MAX_GOAL_PAGES = 10_000;
+/** Up to this many matching paths a direct array test beats a hashed lookup (it is linear in them). */
+const SMALL_PAGE_SET = 32;
+
 /**
  * Sessions and path-goal conversions from the `sessions` rollup, for ranges without filters.
  * A session lying wholly inside the range has all its events in it: it is counted there, and
  * converts a path goal when one of its pageview paths matches. Patterns are matched against
- * the site's distinct paths (`site_pages`, one regex per path), and the matching paths' hashes
- * looked up in each session's. Sessions crossing a range boundary are listed and counted from
- * their events in range, read only up to the last end among those that began before the range
- * and from the first start among those that end after it.
+ * the site's distinct paths first (`site_pages`, one regex per path), and the matching paths'
+ * hashes looked up in each session's. Sessions crossing a range boundary are listed and
+ * counted from their events in range, read only up to the last end among those that began
+ * before the range and from the first start among those that end after it.
  */
 async function rollupSessionCounts(
   ch: ClickHouse,
@@ -168,21 +173,23 @@ async function rollupSessionCounts(
   common: CommonParams,
   goals: GoalDefinition[],
 ): Promise<SessionCounts> {
+  const pageSets = await matchingPageHashes(ch, siteId, goals);
+  if (pageSets.some((set) => set.length > ROLLUP_MAX_GOAL_PAGES)) {
+    return scannedSessionCounts(ch, siteId, common, goals);
+  }
   const p = new Params();
   const site = p.bind('UInt32', siteId);
   const { from, to } = rangeBounds(p, common);
   const inside = [from && `session_start >= ${from}`, to && `session_end < ${to}`].filter(Boolean);
   const overlaps = [to && `session_start < ${to}`, from && `session_end >= ${from}`].filter(Boolean);
-  const pages = goals.map((g, j) => {
-    const re = p.bind(
-      'String',
-      pathPatternRegex((g as Extract<GoalDefinition, { goalType: 'path' }>).config.pathPattern),
-    );
-    return `(SELECT groupUniqArray(cityHash64(pathname)) FROM site_pages WHERE site_id = ${site} AND match(pathname, ${re})) AS pages${j}`;
-  });
-  const counts = goals
-    .map((_, j) => `, countIf(inside AND hasAny(page_hashes, pages${j})) AS c${j}`)
-    .join('');
+  const converts = (set: bigint[]) => {
+    if (set.length === 0) return '0';
+    const hashes = p.bind('Array(UInt64)', set);
+    return set.length <= SMALL_PAGE_SET
+      ? `hasAny(page_hashes, ${hashes})`
+      : `arrayExists(h -> transform(h, ${hashes}, arrayMap(x -> toUInt8(1), ${hashes}), toUInt8(0)) = 1, page_hashes)`;
+  };
+  const counts = pageSets.map((set, j) => `, countIf(inside AND ${converts(set)}) AS c${j}`).join('');
   const edges = [
     'groupArrayIf(session_id, NOT inside) AS edge_ids',
     from ? `toString(maxIfOrNull(session_end, session_start < ${from})) AS edge_until` : 'NULL AS edge_until',
@@ -191,7 +198,7 @@ async function rollupSessionCounts(
   const [row] = await ch.query<
     Record<string, number> & { edge_ids: string[]; edge_until: string | null; edge_from: string | null }
   >(
-    `WITH ${[...pages, `${inside.length > 0 ? inside.join(' AND ') : '1'} AS inside`].join(',\n')}
+    `WITH ${inside.length > 0 ? inside.join(' AND ') : '1'} AS inside
      SELECT countIf(inside) AS sessions${counts}, ${edges.join(', ')}
      FROM sessions FINAL
      WHERE ${[`site_id = ${site}`, ...overlaps].join(' AND ')}`,
@@ -216,6 +223,29 @@ async function rollupSessionCounts(
     sessions: result.sessions + edge.sessions,
     conversions: result.conversions.map((c, j) => c + edge.conversions[j]!),
   };
+}
+
+/** Per path goal, the hashes of the site's pageview paths it matches (one more than the cap at most). */
+async function matchingPageHashes(
+  ch: ClickHouse,
+  siteId: number,
+  goals: GoalDefinition[],
+): Promise<bigint[][]> {
+  if (goals.length === 0) return [];
+  const p = new Params();
+  const sets = goals.map((g, j) => {
+    const re = p.bind(
+      'String',
+      pathPatternRegex((g as Extract<GoalDefinition, { goalType: 'path' }>).config.pathPattern),
+    );
+    // As text: 64-bit integers come back as JSON numbers, which would lose digits.
+    return `arrayMap(h -> toString(h), groupUniqArrayIf(${ROLLUP_MAX_GOAL_PAGES + 1})(cityHash64(pathname), match(pathname, ${re}))) AS pages${j}`;
+  });
+  const [row] = await ch.query<Record<string, string[]>>(
+    `SELECT ${sets.join(', ')} FROM site_pages WHERE site_id = ${p.bind('UInt32', siteId)}`,
+    p.values,
+  );
+  return goals.map((_, j) => (row?.[`pages${j}`] ?? []).map(BigInt));
 }
 
 export interface SessionRecord {
