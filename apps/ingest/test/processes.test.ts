@@ -28,11 +28,8 @@ async function post(url: string, body: unknown, headers: Record<string, string> 
   }
 }
 
-/** Rows and distinct event ids of a site in an embedded data directory no process holds. */
-async function countStored(
-  dataDir: string,
-  siteId: number,
-): Promise<{
+/** What a site has stored: events, the custom events' copy and the session rollup, counted. */
+interface Stored {
   rows: number;
   distinct: number;
   custom: number;
@@ -41,23 +38,17 @@ async function countStored(
   sessions: number;
   rolled: number;
   rolledExact: number;
-}> {
+}
+
+/** Rows and distinct event ids of a site in an embedded data directory no process holds. */
+async function countStored(dataDir: string, siteId: number): Promise<Stored> {
   const ch = createClickHouse({
     kind: 'embedded',
     dataDir: embeddedClickHousePath(dataDir),
     queryPoolSize: 1,
   });
   try {
-    const [r] = await ch.query<{
-      rows: number;
-      distinct: number;
-      custom: number;
-      byName: number;
-      byNameDistinct: number;
-      sessions: number;
-      rolled: number;
-      rolledExact: number;
-    }>(
+    const [r] = await ch.query<Stored>(
       `SELECT count() AS rows, uniqExact(event_id) AS distinct, countIf(type = 'custom_event') AS custom,
          (SELECT count() FROM events_by_name WHERE site_id = {s:UInt32}) AS byName,
          (SELECT uniqExact(event_id) FROM events_by_name WHERE site_id = {s:UInt32}) AS byNameDistinct,
