@@ -24,9 +24,20 @@ beforeAll(async () => {
   const generated = [
     ...generateEvents({ siteId: tenant.siteId, events: 6000, days: 45, end, seed: 7, tieRate: 0.25 }),
   ];
-  events = [...generated, ...crossingSessions(generated[0]!)];
+  const crossing = crossingSessions(generated[0]!);
+  events = [...generated, ...crossing];
   const noise = [...generateEvents({ siteId: other.siteId, events: 500, days: 45, end, seed: 8 })];
-  await insertEvents(h.ch, [...events, ...noise]);
+  await insertEvents(h.ch, [...generated, ...noise]);
+  // The crossing sessions arrive as live traffic does, one event of each per insert: their rows
+  // in the session rollup lie in several parts, which reads must merge.
+  const waves: SeedEvent[][] = [];
+  const position = new Map<string, number>();
+  for (const e of crossing) {
+    const n = position.get(e.session_id) ?? 0;
+    position.set(e.session_id, n + 1);
+    waves[n] = [...(waves[n] ?? []), e];
+  }
+  for (const wave of waves) await insertEvents(h.ch, wave);
 }, 120_000);
 afterAll(async () => {
   await h.close();
