@@ -24,15 +24,15 @@ beforeAll(async () => {
   const generated = [
     ...generateEvents({ siteId: tenant.siteId, events: 6000, days: 45, end, seed: 7, tieRate: 0.25 }),
   ];
-  const crossing = crossingSessions(generated[0]!);
-  events = [...generated, ...crossing];
+  const crafted = handMadeSessions(generated[0]!);
+  events = [...generated, ...crafted];
   const noise = [...generateEvents({ siteId: other.siteId, events: 500, days: 45, end, seed: 8 })];
   await insertEvents(h.ch, [...generated, ...noise]);
-  // The crossing sessions arrive as live traffic does, one event of each per insert: their rows
-  // in the session rollup lie in several parts, which reads must merge.
+  // These sessions arrive as live traffic does, one event of each per insert: their rows in
+  // the session rollup lie in several parts, which reads must merge.
   const waves: SeedEvent[][] = [];
   const position = new Map<string, number>();
-  for (const e of crossing) {
+  for (const e of crafted) {
     const n = position.get(e.session_id) ?? 0;
     position.set(e.session_id, n + 1);
     waves[n] = [...(waves[n] ?? []), e];
@@ -44,11 +44,12 @@ afterAll(async () => {
 });
 
 /**
- * Sessions crossing the scenarios' range boundaries (UTC instants of local midnights below),
- * with goal pages and events on either side: the goal list counts such sessions from their
- * events in range, not from the per-session rollup.
+ * Hand-made sessions for the goal list's rollup: sessions crossing the scenarios' range
+ * boundaries (UTC instants of local midnights below), with goal pages and events on either
+ * side, which it must count from their events in range; and sessions whose pages make one
+ * pattern match many distinct paths.
  */
-function crossingSessions(template: SeedEvent): SeedEvent[] {
+function handMadeSessions(template: SeedEvent): SeedEvent[] {
   const at = (iso: string, minutes: number) => Date.parse(iso) + minutes * 60_000;
   const session = (steps: [number, SeedEvent['type'], string, string?][]): SeedEvent[] => {
     const sessionId = uuidv7(steps[0]![0]);
