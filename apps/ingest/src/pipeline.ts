@@ -1,3 +1,4 @@
+import type { StoredEvent } from '@trackhouse/clickhouse';
 import {
   ApiError,
   isApiKeyShaped,
@@ -57,13 +58,13 @@ export interface Credentials {
 }
 
 /** One row of the events table. */
-export type EventRow = Record<string, string | number | Record<string, string>>;
+export type EventRow = StoredEvent;
 
 /**
  * A row as one JSONEachRow line. Empty strings, zeros and an empty map are left out: the table's
  * defaults are the same values, and the line is shorter to write, fsync and parse.
  */
-export function serializeRow(row: EventRow): string {
+export function serializeRow(row: Pick<EventRow, 'site_id'> & Partial<EventRow>): string {
   let line = `{"site_id":${row.site_id}`;
   for (const key of ROW_COLUMNS) {
     const value = row[key];
@@ -124,7 +125,7 @@ const ROW_COLUMNS = [
   'lon',
   'screen_width',
   'screen_height',
-] as const;
+] as const satisfies readonly Exclude<keyof StoredEvent, 'site_id'>[];
 
 export type Outcome =
   | { kind: 'store'; row: EventRow }

@@ -4,7 +4,7 @@ import {
   generateEvents,
   insertEvents,
   ROLLUP_MAX_GOAL_PAGES,
-  type SeedEvent,
+  type StoredEvent,
 } from '@trackhouse/clickhouse';
 import { uuidv7 } from '@trackhouse/core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -13,7 +13,7 @@ import { compareEvents, countBy, goalSessions, goalStats, selectEvents } from '.
 
 let h: QueryHarness;
 let tenant: Awaited<ReturnType<QueryHarness['tenant']>>;
-let events: SeedEvent[];
+let events: StoredEvent[];
 
 beforeAll(async () => {
   h = await createQueryHarness({ QUERY_RATE_LIMIT_MAX: '100000' });
@@ -30,7 +30,7 @@ beforeAll(async () => {
   await insertEvents(h.ch, [...generated, ...noise]);
   // These sessions arrive as live traffic does, one event of each per insert: their rows in
   // the session rollup lie in several parts, which reads must merge.
-  const waves: SeedEvent[][] = [];
+  const waves: StoredEvent[][] = [];
   const position = new Map<string, number>();
   for (const e of crafted) {
     const n = position.get(e.session_id) ?? 0;
@@ -49,11 +49,11 @@ afterAll(async () => {
  * side, which it must count from their events in range; and sessions whose pages make one
  * pattern match many distinct paths.
  */
-function handMadeSessions(template: SeedEvent): SeedEvent[] {
+function handMadeSessions(template: StoredEvent): StoredEvent[] {
   const at = (iso: string, minutes: number) => Date.parse(iso) + minutes * 60_000;
-  const session = (steps: [number, SeedEvent['type'], string, string?][]): SeedEvent[] => {
+  const session = (steps: [number, StoredEvent['type'], string, string?][]): StoredEvent[] => {
     const sessionId = uuidv7(steps[0]![0]);
-    return steps.map(([ms, type, pathname, eventName = '']): SeedEvent => {
+    return steps.map(([ms, type, pathname, eventName = '']): StoredEvent => {
       const iso = new Date(ms).toISOString();
       const properties: Record<string, string> =
         type === 'outbound'
@@ -318,7 +318,7 @@ describe('goals against a brute-force computation', () => {
     const sessionIds = Array.from({ length: 1001 }, (_, n) =>
       uuidv7(Date.parse('2026-03-05T12:00:00Z') + n * 10_000),
     );
-    const many = Array.from({ length: ROLLUP_MAX_GOAL_PAGES + 1 }, (_, i): SeedEvent => {
+    const many = Array.from({ length: ROLLUP_MAX_GOAL_PAGES + 1 }, (_, i): StoredEvent => {
       const ms = Date.parse('2026-03-05T12:00:00Z') + i * 1000;
       const iso = new Date(ms).toISOString();
       return {

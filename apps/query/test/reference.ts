@@ -1,4 +1,4 @@
-import type { CommonParams, Filter, GoalDefinition, SeedEvent } from '@trackhouse/clickhouse';
+import type { CommonParams, Filter, GoalDefinition, StoredEvent } from '@trackhouse/clickhouse';
 
 /** Brute-force answers over generated events, to compare the query service against. */
 
@@ -18,7 +18,7 @@ function uuidKey(id: string): string {
   return h.slice(16) + h.slice(0, 16);
 }
 
-export function compareEvents(a: SeedEvent, b: SeedEvent): number {
+export function compareEvents(a: StoredEvent, b: StoredEvent): number {
   if (a.timestamp !== b.timestamp) return a.timestamp < b.timestamp ? -1 : 1;
   const x = uuidKey(a.event_id);
   const y = uuidKey(b.event_id);
@@ -36,15 +36,15 @@ function matches(value: string, f: Pick<Filter, 'type' | 'value'>): boolean {
   return f.type.startsWith('not_') ? !hit : hit;
 }
 
-function inRange(e: SeedEvent, siteId: number, c: CommonParams): boolean {
+function inRange(e: StoredEvent, siteId: number, c: CommonParams): boolean {
   if (e.site_id !== siteId) return false;
   const day = localDay(e.timestamp, c.timeZone);
   return (!c.startDate || day >= c.startDate) && (!c.endDate || day <= c.endDate);
 }
 
-export function selectEvents(all: SeedEvent[], siteId: number, c: CommonParams): SeedEvent[] {
+export function selectEvents(all: StoredEvent[], siteId: number, c: CommonParams): StoredEvent[] {
   const ranged = all.filter((e) => inRange(e, siteId, c));
-  const sessionPages = new Map<string, SeedEvent[]>();
+  const sessionPages = new Map<string, StoredEvent[]>();
   for (const e of ranged) {
     if (e.type !== 'pageview') continue;
     const list = sessionPages.get(e.session_id) ?? [];
@@ -89,7 +89,7 @@ function pathRegex(pattern: string): RegExp {
   return new RegExp(`^${out}$`);
 }
 
-export function convertsGoal(e: SeedEvent, goal: GoalDefinition): boolean {
+export function convertsGoal(e: StoredEvent, goal: GoalDefinition): boolean {
   if (goal.goalType === 'path')
     return e.type === 'pageview' && pathRegex(goal.config.pathPattern).test(e.pathname);
   if (e.type !== 'custom_event' || e.event_name !== goal.config.eventName) return false;
@@ -99,7 +99,7 @@ export function convertsGoal(e: SeedEvent, goal: GoalDefinition): boolean {
   return typeof value === 'number' ? typeof actual === 'number' && actual === value : actual === value;
 }
 
-export function goalStats(events: SeedEvent[], goal: GoalDefinition) {
+export function goalStats(events: StoredEvent[], goal: GoalDefinition) {
   const sessions = new Set(events.map((e) => e.session_id));
   const converted = new Set(events.filter((e) => convertsGoal(e, goal)).map((e) => e.session_id));
   return {
@@ -111,8 +111,8 @@ export function goalStats(events: SeedEvent[], goal: GoalDefinition) {
 
 const iso = (ts: string) => `${ts.replace(' ', 'T')}Z`;
 
-export function goalSessions(events: SeedEvent[], goal: GoalDefinition) {
-  const bySession = new Map<string, SeedEvent[]>();
+export function goalSessions(events: StoredEvent[], goal: GoalDefinition) {
+  const bySession = new Map<string, StoredEvent[]>();
   for (const e of events) {
     const list = bySession.get(e.session_id) ?? [];
     list.push(e);

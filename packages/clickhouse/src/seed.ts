@@ -6,44 +6,7 @@ import { Readable } from 'node:stream';
 import { finished } from 'node:stream/promises';
 import { uuidv7 } from '@trackhouse/core';
 import type { ClickHouse } from './client';
-
-/** One generated event, in the events table's columns. */
-export interface SeedEvent {
-  site_id: number;
-  timestamp: string;
-  event_id: string;
-  type: 'pageview' | 'custom_event' | 'outbound';
-  event_name: string;
-  properties: string;
-  props: Record<string, string>;
-  session_id: string;
-  user_id: string;
-  identified_user_id: string;
-  pathname: string;
-  querystring: string;
-  hostname: string;
-  page_title: string;
-  referrer: string;
-  channel: string;
-  utm_source: string;
-  utm_medium: string;
-  utm_campaign: string;
-  utm_term: string;
-  utm_content: string;
-  browser: string;
-  browser_version: string;
-  operating_system: string;
-  operating_system_version: string;
-  device_type: string;
-  language: string;
-  country: string;
-  region: string;
-  city: string;
-  lat: number;
-  lon: number;
-  screen_width: number;
-  screen_height: number;
-}
+import type { StoredEvent } from './rows';
 
 export interface SeedOptions {
   siteId: number;
@@ -137,7 +100,7 @@ const chTime = (ms: number) => {
  * clicks, a mix of sources, clients and places. Sessions start at an even rate over the period,
  * in time order.
  */
-export function* generateEvents(opts: SeedOptions): Generator<SeedEvent> {
+export function* generateEvents(opts: SeedOptions): Generator<StoredEvent> {
   const r = rng(opts.seed ?? 1);
   const pick = <T>(list: readonly T[]) => list[Math.floor(r() * list.length)]!;
   const end = (opts.end ?? new Date()).getTime();
@@ -248,7 +211,7 @@ async function insertLines(ch: ClickHouse, text: string, dir: string, n: number)
  */
 export async function insertEvents(
   ch: ClickHouse,
-  events: Iterable<SeedEvent>,
+  events: Iterable<StoredEvent>,
   opts: { batchRows?: number; onProgress?: (done: number) => void } = {},
 ): Promise<number> {
   const batchRows = opts.batchRows ?? 200_000;

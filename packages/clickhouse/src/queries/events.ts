@@ -1,36 +1,7 @@
 import { toIso } from '@trackhouse/core';
 import type { ClickHouse } from '../client';
+import type { EventRecord } from '../rows';
 import { type CommonParams, Params, whereClause } from './builder';
-
-export interface EventRecord {
-  timestamp: string;
-  type: string;
-  event_name: string;
-  properties: string;
-  session_id: string;
-  user_id: string;
-  identified_user_id: string;
-  pathname: string;
-  querystring: string;
-  hostname: string;
-  page_title: string;
-  referrer: string;
-  browser: string;
-  browser_version: string;
-  operating_system: string;
-  operating_system_version: string;
-  language: string;
-  country: string;
-  region: string;
-  city: string;
-  lat: number;
-  lon: number;
-  screen_width: number;
-  screen_height: number;
-  device_type: string;
-  channel: string;
-  event_id: string;
-}
 
 // Text forms get their own names: an alias named like a column would shadow the column in
 // WHERE and ORDER BY (ClickHouse resolves aliases there), breaking the cursor comparison.
