@@ -312,7 +312,7 @@ describe('goals against a brute-force computation', () => {
     expect(byDefault.body.data.map((g) => g.name)).toEqual([...GOALS].reverse().map((g) => g.name)); // createdAt desc
   });
 
-  it('counts a path goal matching more paths than the rollup lookup takes from the events', async () => {
+  it('counts a path goal matching more paths than the rollup looks up (10,001) exactly', async () => {
     const site = await h.tenant();
     const template = events[0]!;
     const sessionIds = Array.from({ length: 1001 }, (_, n) =>
