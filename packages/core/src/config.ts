@@ -50,14 +50,34 @@ export const configSchema = z.object({
 
   /** Server secret for visitor ids. Standalone mode generates one under DATA_DIR when absent. */
   SECRET: z.string().min(16, { message: 'must be at least 16 characters' }).optional(),
-  /** Honour X-Forwarded-For for the client address. Off by default: it is spoofable. */
-  TRUST_PROXY: bool.default(false),
+  /**
+   * How many proxies in front of the service append to X-Forwarded-For: `false` (0, the
+   * default: the header is spoofable and ignored), `true` (1: the shipped nginx) or a count.
+   */
+  TRUST_PROXY: z
+    .union([bool, z.string().regex(/^\d{1,2}$/, { message: 'must be true, false or a number of hops' })])
+    .transform(Number)
+    .pipe(z.number().int().min(0).max(16))
+    .default(0),
   GEOIP_DB_PATH: z.string().min(1).optional(),
 
   TRACK_RATE_LIMIT_MAX: int(1).default(500),
   TRACK_RATE_LIMIT_WINDOW_S: int(1).default(600),
   QUERY_RATE_LIMIT_MAX: int(1).default(6000),
   QUERY_RATE_LIMIT_WINDOW_S: int(1).default(600),
+  /** Keyless (browser) tracking requests per client address and site, per sliding window. */
+  TRACK_ANON_RATE_LIMIT_MAX: int(1).default(3000),
+  TRACK_ANON_RATE_LIMIT_WINDOW_S: int(1).default(600),
+  /** Public-site and private-link reads (no API key) per client address, per sliding window. */
+  READ_ANON_RATE_LIMIT_MAX: int(1).default(600),
+  READ_ANON_RATE_LIMIT_WINDOW_S: int(1).default(600),
+  /** Active (unrevoked, unexpired) API keys one user may hold. */
+  API_KEYS_PER_USER_MAX: int(1, 10_000).default(50),
+  /** API keys one user may create per day (sliding 24 hours), whatever key creates them. */
+  API_KEY_CREATE_LIMIT_PER_DAY: int(1, 100_000).default(20),
+  /** Bounds of every ClickHouse read: past the time a query is cancelled (503 QUERY_TIMEOUT). */
+  CLICKHOUSE_READ_TIMEOUT_S: int(1, 3600).default(30),
+  CLICKHOUSE_READ_MAX_MEMORY_MB: int(16, 1_048_576).default(2048),
   /** Server-wide monthly pageview limit per site; 0 means unlimited. */
   MONTHLY_PAGEVIEW_LIMIT: int(0).default(0),
 
@@ -66,6 +86,18 @@ export const configSchema = z.object({
   INGEST_BUFFER_MAX_MB: int(1).default(1024),
   INGEST_FLUSH_INTERVAL_MS: int(10, 60_000).default(500),
   INGEST_MAX_BATCH_ROWS: int(1, 1_000_000).default(50_000),
+  /** Session replay data one site may record per UTC day (uncompressed rrweb JSON). */
+  SESSION_REPLAY_MAX_MB_PER_DAY: int(1, 1_048_576).default(1024),
+  /** Days a recorded replay batch is kept (a ClickHouse TTL; the value in force when recorded). */
+  SESSION_REPLAY_RETENTION_DAYS: int(1, 3650).default(30),
+  /**
+   * A ClickHouse cluster (a name from the servers' remote_servers) that CLICKHOUSE_URL is a node
+   * of: migrations create replicated local tables behind Distributed ones (docs/scaling.md).
+   */
+  CLICKHOUSE_CLUSTER: z
+    .string()
+    .regex(/^[A-Za-z_][A-Za-z0-9_]*$/, { message: 'must be a plain identifier' })
+    .optional(),
 });
 
 export type Config = z.infer<typeof configSchema>;

@@ -18,12 +18,19 @@ export const ERROR_STATUS = {
   GOAL_NOT_FOUND: 404,
   ORGANIZATION_NOT_FOUND: 404,
   API_KEY_NOT_FOUND: 404,
+  TOO_MANY_API_KEYS: 409,
+  SESSION_NOT_FOUND: 404,
+  USER_NOT_FOUND: 404,
   PAYLOAD_TOO_LARGE: 413,
   RATE_LIMITED: 429,
   OVER_MONTHLY_LIMIT: 429,
   INTERNAL_ERROR: 500,
   OVERLOADED: 503,
   NOT_READY: 503,
+  /** A read ran past CLICKHOUSE_READ_TIMEOUT_S (or was estimated to). */
+  QUERY_TIMEOUT: 503,
+  /** A read needed more than CLICKHOUSE_READ_MAX_MEMORY_MB. */
+  QUERY_TOO_LARGE: 503,
 } as const satisfies Record<string, ContentfulStatusCode>;
 
 export type ErrorCode = keyof typeof ERROR_STATUS;
@@ -98,7 +105,7 @@ export function describeWindow(seconds: number): string {
   return unit(seconds, 'second');
 }
 
-/** The 429 message of both services' per-key limits (SPEC section 5). */
-export function rateLimitMessage(max: number, windowSeconds: number): string {
-  return `Rate limit exceeded. Maximum ${max} requests per ${describeWindow(windowSeconds)} per API key.`;
+/** The 429 message of a limit (SPEC section 5), per API key unless another subject is named. */
+export function rateLimitMessage(max: number, windowSeconds: number, per = 'API key'): string {
+  return `Rate limit exceeded. Maximum ${max} requests per ${describeWindow(windowSeconds)} per ${per}.`;
 }

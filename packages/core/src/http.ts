@@ -1,3 +1,5 @@
+import { isIP } from 'node:net';
+import { getConnInfo } from '@hono/node-server/conninfo';
 import type { Context, MiddlewareHandler } from 'hono';
 import { Hono } from 'hono';
 import { HTTPException } from 'hono/http-exception';
@@ -103,9 +105,9 @@ function accessLog(
     }
     timer.observe(elapsed / 1000);
     if (log.isLevelEnabled('info')) {
+      // The logger carries `service` in its bindings already; naming it again repeats the key.
       log.info({
         requestId: c.get('requestId'),
-        service,
         method,
         path: c.req.path,
         status,
@@ -113,6 +115,29 @@ function accessLog(
       });
     }
   };
+}
+
+/**
+ * The client's address. With `trustedProxyHops` = 0 it is the socket's peer. Behind N proxies
+ * that each append the address they received from (`X-Forwarded-For: client, proxy1, …`), the
+ * client is the Nth entry from the right: entries further left were written by the client itself
+ * and prove nothing. When that entry is missing or not an address, the leftmost valid one within
+ * reach is taken, and failing that the peer.
+ */
+export function clientAddress(c: Context, trustedProxyHops: number): string {
+  if (trustedProxyHops > 0) {
+    const hops = c.req.header('x-forwarded-for')?.split(',') ?? [];
+    for (let i = Math.max(0, hops.length - trustedProxyHops); i < hops.length; i++) {
+      const candidate = hops[i]!.trim();
+      if (isIP(candidate)) return candidate;
+    }
+  }
+  try {
+    return getConnInfo(c).remote.address ?? '';
+  } catch {
+    // Requests built in-process (tests) have no socket.
+    return '';
+  }
 }
 
 /** The token of an `Authorization: Bearer <token>` header, if the request has one. */

@@ -22,6 +22,38 @@ let sequence = 0;
  * UUID version 7 (RFC 9562): 48-bit Unix milliseconds, then random bits. Within one
  * millisecond a 12-bit counter in rand_a keeps ids of this process increasing.
  */
+/** A UUID v7 text: 48 bits of `ms`, the version, 12 bits of `a`, the variant, 62 bits of `tail` (8 bytes). */
+function formatV7(ms: number, a: number, tail: ArrayLike<number>): string {
+  const b = [
+    Math.floor(ms / 2 ** 40) & 0xff,
+    Math.floor(ms / 2 ** 32) & 0xff,
+    (ms >>> 24) & 0xff,
+    (ms >>> 16) & 0xff,
+    (ms >>> 8) & 0xff,
+    ms & 0xff,
+    0x70 | ((a >>> 8) & 0x0f),
+    a & 0xff,
+    0x80 | (tail[0]! & 0x3f),
+    tail[1]!,
+    tail[2]!,
+    tail[3]!,
+    tail[4]!,
+    tail[5]!,
+    tail[6]!,
+    tail[7]!,
+  ].map((x) => HEX[x]!);
+  return `${b[0]}${b[1]}${b[2]}${b[3]}-${b[4]}${b[5]}-${b[6]}${b[7]}-${b[8]}${b[9]}-${b[10]}${b[11]}${b[12]}${b[13]}${b[14]}${b[15]}`;
+}
+
+/**
+ * A UUID v7 whose time is `ms` and whose other bits come from SHA-256 of `seed`: the same
+ * inputs give the same id, so an id derived this way survives a replay of what it names.
+ */
+export function uuidv7FromSeed(ms: number, seed: string): string {
+  const h = createHash('sha256').update(seed).digest();
+  return formatV7(ms, (h[0]! << 8) | h[1]!, h.subarray(2, 10));
+}
+
 export function uuidv7(now = Date.now()): string {
   const r = random10();
   if (now > lastMs) {
@@ -34,26 +66,7 @@ export function uuidv7(now = Date.now()): string {
       sequence = 0;
     }
   }
-  const ms = lastMs;
-  const b = [
-    Math.floor(ms / 2 ** 40) & 0xff,
-    Math.floor(ms / 2 ** 32) & 0xff,
-    (ms >>> 24) & 0xff,
-    (ms >>> 16) & 0xff,
-    (ms >>> 8) & 0xff,
-    ms & 0xff,
-    0x70 | (sequence >>> 8),
-    sequence & 0xff,
-    0x80 | (r[2]! & 0x3f),
-    r[3]!,
-    r[4]!,
-    r[5]!,
-    r[6]!,
-    r[7]!,
-    r[8]!,
-    r[9]!,
-  ].map((x) => HEX[x]!);
-  return `${b[0]}${b[1]}${b[2]}${b[3]}-${b[4]}${b[5]}-${b[6]}${b[7]}-${b[8]}${b[9]}-${b[10]}${b[11]}${b[12]}${b[13]}${b[14]}${b[15]}`;
+  return formatV7(lastMs, sequence, r.subarray(2, 10));
 }
 
 const BASE62 = '0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz';

@@ -3,5 +3,7 @@ export * from './errors';
 export * from './http';
 export * from './ids';
 export * from './logger';
+export * from './process';
+export * from './text';
 export * from './time';
 export * from './validation';

@@ -1,7 +1,12 @@
+import { Hono } from 'hono';
+import pino from 'pino';
+import { Registry } from 'prom-client';
 import { describe, expect, it } from 'vitest';
 import {
   ApiError,
   ConfigError,
+  clientAddress,
+  createHttpApp,
   ERROR_STATUS,
   flattenIssues,
   generateApiKey,
@@ -10,6 +15,7 @@ import {
   startOfNextUtcMonth,
   toIso,
   uuidv7,
+  uuidv7FromSeed,
 } from '../src';
 
 describe('uuidv7', () => {
@@ -34,8 +40,15 @@ describe('config', () => {
       TRACK_RATE_LIMIT_MAX: 10,
       TRACK_RATE_LIMIT_WINDOW_S: 600,
       QUERY_RATE_LIMIT_MAX: 6000,
-      TRUST_PROXY: false,
+      TRUST_PROXY: 0,
     });
+  });
+
+  it('reads TRUST_PROXY as a number of proxy hops', () => {
+    expect(loadConfig({ TRUST_PROXY: 'true' }).TRUST_PROXY).toBe(1);
+    expect(loadConfig({ TRUST_PROXY: 'false' }).TRUST_PROXY).toBe(0);
+    expect(loadConfig({ TRUST_PROXY: '2' }).TRUST_PROXY).toBe(2);
+    expect(() => loadConfig({ TRUST_PROXY: '99' })).toThrow(/TRUST_PROXY/);
   });
 
   it('names every bad variable', () => {
@@ -88,5 +101,50 @@ describe('errors and ids', () => {
     expect(startOfNextUtcMonth(new Date(Date.UTC(2026, 11, 31, 23, 59))).toISOString()).toBe(
       '2027-01-01T00:00:00.000Z',
     );
+  });
+});
+
+describe('client address behind proxies', () => {
+  const addressOf = async (hops: number, forwarded?: string) => {
+    const app = new Hono();
+    app.get('/', (c) => c.text(clientAddress(c, hops)));
+    const res = await app.request('/', { headers: forwarded ? { 'x-forwarded-for': forwarded } : {} });
+    return res.text();
+  };
+
+  it('takes the entry the trusted proxies wrote, never one the client wrote', async () => {
+    expect(await addressOf(1, '6.6.6.6, 1.2.3.4')).toBe('1.2.3.4');
+    expect(await addressOf(2, '9.9.9.9, 1.2.3.4, 10.0.0.2')).toBe('1.2.3.4');
+    expect(await addressOf(2, '1.2.3.4')).toBe('1.2.3.4');
+    expect(await addressOf(1, '2001:db8::1')).toBe('2001:db8::1');
+  });
+
+  it('ignores the header without trusted proxies, and entries that are not addresses', async () => {
+    expect(await addressOf(0, '6.6.6.6')).toBe('');
+    expect(await addressOf(1, '6.6.6.6, not-an-ip')).toBe('');
+  });
+});
+
+describe('access log', () => {
+  it('writes one line per request with the service named once', async () => {
+    const lines: string[] = [];
+    const log = pino({ base: { service: 'query' } }, { write: (line: string) => lines.push(line) });
+    const app = createHttpApp({ service: 'query', log, registry: new Registry() });
+    app.get('/x', (c) => c.text('ok'));
+    await app.request('/x');
+    expect(lines).toHaveLength(1);
+    expect(lines[0]!.match(/"service":/g)).toHaveLength(1);
+    expect(JSON.parse(lines[0]!)).toMatchObject({ service: 'query', method: 'GET', path: '/x', status: 200 });
+  });
+});
+
+describe('seeded UUID v7', () => {
+  it('is the same for the same time and seed, carries the time, and differs by seed', () => {
+    const ms = Date.parse('2026-11-20T10:00:00.123Z');
+    const id = uuidv7FromSeed(ms, 'site:visitor:1');
+    expect(uuidv7FromSeed(ms, 'site:visitor:1')).toBe(id);
+    expect(uuidv7FromSeed(ms, 'site:visitor:2')).not.toBe(id);
+    expect(id).toMatch(/^[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/);
+    expect(Number.parseInt(id.replace(/-/g, '').slice(0, 12), 16)).toBe(ms);
   });
 });

@@ -1,4 +1,5 @@
 export * from './fallback';
+export * from './http';
 export * from './memory';
 export * from './redis';
 export * from './types';
