@@ -1,7 +1,9 @@
-import { mkdirSync } from 'node:fs';
+import { mkdirSync, readFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { type ClickHouseClient, type ClickHouseSettings, createClient } from '@clickhouse/client';
+import { processRuns } from '@trackhouse/core';
 import { createChdbConnection } from 'chdb/connection';
+import { embeddedStream, type ResultStream, serverStream } from './stream';
 
 /**
  * Settings every call carries. Both forms answer 64-bit integers as JSON numbers: the server
@@ -16,12 +18,38 @@ const NORMALIZED_SETTINGS: ClickHouseSettings = {
   // The session rollup is partitioned by the day a session began: a batch holding events of
   // long-lived sessions (or a bulk copy) may touch many days, which must not fail the insert.
   throw_on_max_partitions_per_insert_block: 0,
+  // The embedded engine keeps a call's settings on its connection: without this, an insert
+  // that names no token would reuse the previous insert's and be dropped as its replay.
+  insert_deduplication_token: '',
+};
+
+/**
+ * Settings of every call on a cluster. An insert into a Distributed table returns once each
+ * shard has stored its part (not when it is queued on the receiving node), so an acknowledged
+ * batch is durable on its shard and a replay carries the same token to the same shard. GROUP BYs
+ * on the sharding key (site, session) aggregate on each shard without a merge on the initiator.
+ * Every `IN (subquery)` of the queries selects sessions (`session_id IN …`): a session lives on
+ * one shard, so each shard answers the subquery over its own local table (`local`), where the
+ * default would refuse a subquery over a Distributed table inside a distributed query.
+ */
+const CLUSTER_SETTINGS: ClickHouseSettings = {
+  distributed_foreground_insert: 1,
+  optimize_distributed_group_by_sharding_key: 1,
+  distributed_product_mode: 'local',
 };
 
 type ChdbCompatibleConnection = NonNullable<Parameters<typeof createClient>[0]>['connection'];
 
 export type ClickHouseOptions =
-  | { kind: 'server'; url: string; username: string; password: string; database: string }
+  | {
+      kind: 'server';
+      url: string;
+      username: string;
+      password: string;
+      database: string;
+      /** A ClickHouse cluster's name (CLICKHOUSE_CLUSTER): migrations take the cluster form. */
+      cluster?: string;
+    }
   | { kind: 'embedded'; dataDir: string; queryPoolSize: number };
 
 /**
@@ -31,10 +59,17 @@ export type ClickHouseOptions =
  */
 export interface ClickHouse {
   readonly kind: 'server' | 'embedded';
+  /** Set on a cluster: tables are Distributed over `<name>_local` tables (cluster.ts). */
+  readonly cluster?: string;
   readonly writer: ClickHouseClient;
   reader(): ClickHouseClient;
-  /** Rows of a SELECT with bound `{name:Type}` parameters. */
-  query<T>(sql: string, params?: Record<string, unknown>): Promise<T[]>;
+  /** Rows of a SELECT with bound `{name:Type}` parameters (and settings for this call). */
+  query<T>(sql: string, params?: Record<string, unknown>, settings?: ClickHouseSettings): Promise<T[]>;
+  /**
+   * The raw output of a SELECT in `format`, chunk by chunk as the engine produces it: never the
+   * whole result in memory. Ending the iteration early cancels the query.
+   */
+  stream: ResultStream;
   /** A statement without a result (DDL, mutations), on the writer connection. */
   command(sql: string, params?: Record<string, unknown>): Promise<void>;
   ping(): Promise<void>;
@@ -50,17 +85,20 @@ export function createClickHouse(opts: ClickHouseOptions): ClickHouse {
       username: opts.username,
       password: opts.password,
       database: opts.database,
-      clickhouse_settings: NORMALIZED_SETTINGS,
+      clickhouse_settings: opts.cluster
+        ? { ...NORMALIZED_SETTINGS, ...CLUSTER_SETTINGS }
+        : NORMALIZED_SETTINGS,
     });
     const ensureDatabase = async () => {
       const bootstrap = createClient({ url: opts.url, username: opts.username, password: opts.password });
       try {
-        await bootstrap.command({ query: `CREATE DATABASE IF NOT EXISTS ${opts.database}` });
+        const onCluster = opts.cluster ? ` ON CLUSTER ${opts.cluster}` : '';
+        await bootstrap.command({ query: `CREATE DATABASE IF NOT EXISTS ${opts.database}${onCluster}` });
       } finally {
         await bootstrap.close();
       }
     };
-    return wrap('server', client, [client], ensureDatabase);
+    return wrap('server', client, [client], ensureDatabase, serverStream(client), opts.cluster);
   }
   const path = resolve(opts.dataDir);
   mkdirSync(path, { recursive: true });
@@ -75,10 +113,10 @@ export function createClickHouse(opts: ClickHouseOptions): ClickHouse {
   try {
     writer = open();
   } catch (err) {
-    throw new ClickHouseLockedError(path, err);
+    throw new ClickHouseLockedError(path, err, lockHolder(path));
   }
   const readers = Array.from({ length: opts.queryPoolSize }, open);
-  return wrap('embedded', writer, readers, async () => {});
+  return wrap('embedded', writer, readers, async () => {}, embeddedStream(path));
 }
 
 function wrap(
@@ -86,6 +124,8 @@ function wrap(
   writer: ClickHouseClient,
   readers: ClickHouseClient[],
   ensureDatabase: () => Promise<void>,
+  stream: ResultStream,
+  cluster?: string,
 ): ClickHouse {
   let next = 0;
   const reader = () => {
@@ -96,10 +136,16 @@ function wrap(
   const all = [...new Set([writer, ...readers])];
   return {
     kind,
+    ...(cluster ? { cluster } : {}),
     writer,
     reader,
-    async query<T>(sql: string, params?: Record<string, unknown>) {
-      const rs = await reader().query({ query: sql, query_params: params, format: 'JSONEachRow' });
+    async query<T>(sql: string, params?: Record<string, unknown>, settings?: ClickHouseSettings) {
+      const rs = await reader().query({
+        query: sql,
+        query_params: params,
+        format: 'JSONEachRow',
+        ...(settings ? { clickhouse_settings: settings } : {}),
+      });
       return rs.json<T>();
     },
     async command(sql: string, params?: Record<string, unknown>) {
@@ -109,6 +155,7 @@ function wrap(
       const result = await reader().ping();
       if (!result.success) throw result.error;
     },
+    stream,
     ensureDatabase,
     async close() {
       await Promise.all(all.map((c) => c.close()));
@@ -116,17 +163,30 @@ function wrap(
   };
 }
 
+/**
+ * The process holding the embedded data directory: the engine writes its pid into the `status`
+ * file it locks. Undefined when that process no longer runs (the lock went with it).
+ */
+function lockHolder(path: string): number | undefined {
+  try {
+    const pid = Number(/^PID: (\d+)/m.exec(readFileSync(join(path, 'status'), 'utf8'))?.[1]);
+    return pid !== process.pid && processRuns(pid) ? pid : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
 /** The embedded data directory is held by another process (only one may open it). */
 export class ClickHouseLockedError extends Error {
   constructor(
     readonly path: string,
     cause: unknown,
+    /** The pid of the process holding it, when known and still running. */
+    readonly holder?: number,
   ) {
     super(
-      `the embedded ClickHouse data at ${path} is open in another process (only one process may use it)`,
-      {
-        cause,
-      },
+      `the embedded ClickHouse data at ${path} is open in another process${holder ? ` (pid ${holder})` : ''} (only one process may use it)`,
+      { cause },
     );
     this.name = 'ClickHouseLockedError';
   }

@@ -1,9 +1,27 @@
+/** Every event type stored in the events table. */
+export const EVENT_TYPES = [
+  'pageview',
+  'custom_event',
+  'outbound',
+  'error',
+  'performance',
+  'button_click',
+  'copy',
+  'form_submit',
+  'input_change',
+] as const;
+export type EventType = (typeof EVENT_TYPES)[number];
+
+/** The web-vital columns of `performance` events (NULL elsewhere). */
+export const WEB_VITALS = ['lcp', 'cls', 'inp', 'fcp', 'ttfb'] as const;
+export type WebVital = (typeof WEB_VITALS)[number];
+
 /** One row of the events table, as inserted (JSONEachRow): what ingest stores and the seed generates. */
-export interface StoredEvent {
+export interface StoredEvent extends Partial<Record<WebVital, number | null>> {
   site_id: number;
   timestamp: string;
   event_id: string;
-  type: 'pageview' | 'custom_event' | 'outbound' | 'error';
+  type: EventType;
   event_name: string;
   properties: string;
   props: Record<string, string>;
@@ -38,9 +56,17 @@ export interface StoredEvent {
 
 /**
  * An event as the events list answers it: the stored row without the columns kept for internal
- * use, errors left out.
+ * use; pageviews, custom events and outbound clicks only.
  */
 export type EventRecord = Omit<
   StoredEvent,
-  'site_id' | 'type' | 'props' | 'utm_source' | 'utm_medium' | 'utm_campaign' | 'utm_term' | 'utm_content'
-> & { type: Exclude<StoredEvent['type'], 'error'> };
+  | 'site_id'
+  | 'type'
+  | 'props'
+  | 'utm_source'
+  | 'utm_medium'
+  | 'utm_campaign'
+  | 'utm_term'
+  | 'utm_content'
+  | WebVital
+> & { type: 'pageview' | 'custom_event' | 'outbound' };

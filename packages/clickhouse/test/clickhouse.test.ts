@@ -3,7 +3,13 @@ import { join } from 'node:path';
 import { uuidv7 } from '@trackhouse/core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { CLICKHOUSE_MIGRATIONS, createTestClickHouse } from '../../../test/helpers';
-import { type ClickHouse, compactSessionDays, migrateClickHouse, splitStatements } from '../src';
+import {
+  type ClickHouse,
+  compactSessionDays,
+  LOCAL_SUFFIX,
+  migrateClickHouse,
+  splitStatements,
+} from '../src';
 
 let handle: Awaited<ReturnType<typeof createTestClickHouse>>;
 let ch: ClickHouse;
@@ -15,6 +21,9 @@ beforeAll(async () => {
 afterAll(async () => {
   await handle.close();
 });
+
+/** The table holding a table's rows: itself, or on a cluster its local table. */
+const storage = (table: string) => (ch.cluster ? `${table}${LOCAL_SUFFIX}` : table);
 
 const row = (siteId: number, eventId: string, ts: string) => ({
   site_id: siteId,
@@ -40,7 +49,8 @@ describe('embedded ClickHouse', () => {
 
   it('orders the events table by site, then time', async () => {
     const [table] = await ch.query<{ sorting_key: string }>(
-      "SELECT sorting_key FROM system.tables WHERE database = currentDatabase() AND name = 'events'",
+      'SELECT sorting_key FROM system.tables WHERE database = currentDatabase() AND name = {t:String}',
+      { t: storage('events') },
     );
     expect(table?.sorting_key).toBe('site_id, timestamp, event_id');
   });
@@ -76,6 +86,25 @@ describe('embedded ClickHouse', () => {
       'SELECT count() AS c FROM events WHERE site_id = {site:UInt32}',
       { site: 1 },
     );
+    expect(c?.c).toBe(3);
+  });
+
+  it('does not carry the deduplication token of one insert over to the next insert on the connection', async () => {
+    // The embedded engine applies a call's settings to its connection, where they stay.
+    await ch.writer.insert({
+      table: 'events',
+      values: [row(7, '0190a6c0-0000-7000-8000-000000000071', '2026-11-21 06:00:00.000')],
+      format: 'JSONEachRow',
+      clickhouse_settings: { insert_deduplication_token: 'sticky-1' },
+    });
+    for (const id of ['72', '73']) {
+      await ch.writer.insert({
+        table: 'events',
+        values: [row(7, `0190a6c0-0000-7000-8000-0000000000${id}`, '2026-11-21 06:00:01.000')],
+        format: 'JSONEachRow',
+      });
+    }
+    const [c] = await ch.query<{ c: number }>('SELECT count() AS c FROM events WHERE site_id = 7');
     expect(c?.c).toBe(3);
   });
 
@@ -177,9 +206,10 @@ describe('embedded ClickHouse', () => {
         (
           await ch.query<{ id: string; n: number }>(
             `SELECT partition_id AS id, count() AS n FROM system.parts
-             WHERE database = currentDatabase() AND table = 'sessions' AND active
+             WHERE database = currentDatabase() AND table = {t:String} AND active
                AND partition_id IN ('20261119', '20261121')
              GROUP BY id`,
+            { t: storage('sessions') },
           )
         ).map((r) => [r.id, r.n]),
       );
@@ -206,7 +236,79 @@ describe('embedded ClickHouse', () => {
 
   it('answers ping and spreads reads over the pool', async () => {
     await expect(ch.ping()).resolves.toBeUndefined();
-    expect(ch.reader()).not.toBe(ch.reader());
+    // The server form pools sockets inside one client; the embedded form holds a pool of clients.
+    if (ch.kind === 'embedded') expect(ch.reader()).not.toBe(ch.reader());
+  });
+});
+
+describe('migration 0004: what the browser client sends', () => {
+  const rerun = async () => {
+    const sql = await readFile(join(CLICKHOUSE_MIGRATIONS, '0004_product.sql'), 'utf8');
+    for (const statement of splitStatements(sql)) await ch.command(statement);
+  };
+
+  it('runs again over stored rows, keeping them, and copies vitals of later rows to events_by_name', async () => {
+    const id = (n: number) => `0190a6c0-0000-7000-8000-0000000004${String(n).padStart(2, '0')}`;
+    const perf = (n: number) => ({
+      ...row(40, id(n), '2026-11-21 07:00:00.000'),
+      type: 'performance',
+      event_name: 'web-vitals',
+      lcp: 1200.5 + n,
+      cls: 0,
+    });
+    const insert = (n: number) =>
+      ch.writer.insert({
+        table: 'events',
+        values: [perf(n)],
+        format: 'JSONEachRow',
+        clickhouse_settings: { insert_deduplication_token: `vitals-${n}` },
+      });
+    await insert(1);
+    await rerun();
+    await insert(2);
+    for (const table of ['events', 'events_by_name']) {
+      const rows = await ch.query<{ lcp: number; cls: number; inp: number | null }>(
+        `SELECT lcp, cls, inp FROM ${table} WHERE site_id = 40 ORDER BY event_id`,
+      );
+      expect(rows, table).toEqual([
+        { lcp: 1201.5, cls: 0, inp: null },
+        { lcp: 1202.5, cls: 0, inp: null },
+      ]);
+    }
+  });
+
+  it('stores a replayed identify once, in the call log, the profile and the alias', async () => {
+    const call = (ts: string, traits: Record<string, string>, isNew: boolean) => ({
+      site_id: 41,
+      timestamp: ts,
+      event_id: uuidv7(Date.parse(`${ts.replace(' ', 'T')}Z`)),
+      user_id: 'anon-1',
+      identified_user_id: 'user-1',
+      traits,
+      is_new_identify: isNew,
+    });
+    const first = [call('2026-11-21 08:00:00.000', { plan: '"free"', name: '"Ada"' }, true)];
+    const second = [call('2026-11-21 08:05:00.000', { plan: '"pro"', name: 'null' }, false)];
+    for (const [token, values] of [
+      ['identify-1', first],
+      ['identify-2', second],
+      ['identify-1', first],
+    ] as const) {
+      await ch.writer.insert({
+        table: 'identifies',
+        values,
+        format: 'JSONEachRow',
+        clickhouse_settings: { insert_deduplication_token: token },
+      });
+    }
+    const count = async (table: string) =>
+      (await ch.query<{ n: number }>(`SELECT count() AS n FROM ${table} WHERE site_id = 41`))[0]!.n;
+    expect(await count('identifies')).toBe(2);
+    expect(await count('user_aliases')).toBe(1);
+    const traits = await ch.query<{ trait: string; value: string }>(
+      "SELECT trait, value FROM user_profiles FINAL WHERE site_id = 41 AND value != 'null' ORDER BY trait",
+    );
+    expect(traits).toEqual([{ trait: 'plan', value: '"pro"' }]);
   });
 });
 

@@ -65,6 +65,13 @@ export interface CommonParams {
   filters: Filter[];
 }
 
+/**
+ * The dates reads accept (docs/decisions.md): no event is older than 1970, and DateTime64
+ * holds instants up to the end of 2299.
+ */
+export const READ_DATE_MIN = '1970-01-01';
+export const READ_DATE_MAX = '2299-12-31';
+
 /** `YYYY-MM-DD` + 1 day. */
 export function nextDay(date: string): string {
   const d = new Date(`${date}T00:00:00Z`);

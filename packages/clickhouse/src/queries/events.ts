@@ -1,14 +1,36 @@
 import { toIso } from '@trackhouse/core';
 import type { ClickHouse } from '../client';
+import { LOCAL_SUFFIX } from '../cluster';
 import type { EventRecord } from '../rows';
-import { type CommonParams, Params, whereClause } from './builder';
+import { type CommonParams, Params, READ_DATE_MAX, READ_DATE_MIN, whereClause } from './builder';
 
 // Text forms get their own names: an alias named like a column would shadow the column in
 // WHERE and ORDER BY (ClickHouse resolves aliases there), breaking the cursor comparison.
-const EVENT_COLUMNS = `toString(timestamp) AS timestamp_text, type, event_name, properties, toString(session_id) AS session_id_text, user_id,
+export const EVENT_COLUMNS = `toString(timestamp) AS timestamp_text, type, event_name, properties, toString(session_id) AS session_id_text, user_id,
   identified_user_id, pathname, querystring, hostname, page_title, referrer, browser, browser_version,
   operating_system, operating_system_version, language, country, region, city, lat, lon, screen_width,
   screen_height, device_type, channel, toString(event_id) AS event_id_text`;
+
+/** A row of EVENT_COLUMNS. */
+export type EventColumnsRow<E extends { timestamp: string; event_id: string; session_id: string }> = Omit<
+  E,
+  'timestamp' | 'event_id' | 'session_id'
+> & { timestamp_text: string; event_id_text: string; session_id_text: string };
+
+/** A row of EVENT_COLUMNS as the API answers an event. */
+export function eventRecord<E extends { timestamp: string; event_id: string; session_id: string }>({
+  timestamp_text,
+  event_id_text,
+  session_id_text,
+  ...r
+}: EventColumnsRow<E>): E {
+  return {
+    timestamp: toIso(timestamp_text),
+    ...r,
+    session_id: session_id_text,
+    event_id: event_id_text,
+  } as unknown as E;
+}
 
 /** A position in the newest-first order: the last event of a page. */
 export interface EventCursor {
@@ -27,7 +49,10 @@ export function decodeCursor(text: string): EventCursor | undefined {
     const [timestamp, eventId] = value as [unknown, unknown];
     if (typeof timestamp !== 'string' || Number.isNaN(Date.parse(timestamp))) return undefined;
     if (typeof eventId !== 'string' || !/^[0-9a-f-]{36}$/.test(eventId)) return undefined;
-    return { timestamp: new Date(timestamp).toISOString(), eventId };
+    const iso = new Date(timestamp).toISOString();
+    // Extended years (`+275760-…`, `-000001-…`) sort before digits: they fall outside too.
+    if (iso < READ_DATE_MIN || iso.slice(0, 10) > READ_DATE_MAX) return undefined;
+    return { timestamp: iso, eventId };
   } catch {
     return undefined;
   }
@@ -83,12 +108,21 @@ export async function listEvents(
   };
 }
 
-export async function eventNames(ch: ClickHouse, siteId: number, common: CommonParams) {
+/** The most rows the names, properties and outbound lists answer. */
+export const MAX_LIST_ROWS = 1000;
+
+export async function eventNames(
+  ch: ClickHouse,
+  siteId: number,
+  common: CommonParams,
+  limit = MAX_LIST_ROWS,
+) {
   const p = new Params();
   return ch.query<{ eventName: string; count: number }>(
     `SELECT event_name AS eventName, count() AS count FROM events_by_name
      WHERE ${whereClause(p, siteId, common, [`type = 'custom_event'`])}
-     GROUP BY event_name ORDER BY count DESC, eventName`,
+     GROUP BY event_name ORDER BY count DESC, eventName
+     LIMIT ${p.bind('UInt32', limit)}`,
     p.values,
   );
 }
@@ -99,6 +133,7 @@ export async function eventProperties(
   siteId: number,
   common: CommonParams,
   eventName: string,
+  limit = MAX_LIST_ROWS,
 ) {
   const p = new Params();
   const name = p.bind('String', eventName);
@@ -107,27 +142,57 @@ export async function eventProperties(
      FROM events_by_name ARRAY JOIN mapKeys(props) AS key, mapValues(props) AS value
      WHERE ${whereClause(p, siteId, common, [`type = 'custom_event'`, `event_name = ${name}`])}
      GROUP BY key, value ORDER BY count DESC, propertyKey, propertyValue
-     LIMIT 1000`,
+     LIMIT ${p.bind('UInt32', limit)}`,
     p.values,
   );
 }
 
-export async function outboundLinks(ch: ClickHouse, siteId: number, common: CommonParams) {
+export async function outboundLinks(
+  ch: ClickHouse,
+  siteId: number,
+  common: CommonParams,
+  limit = MAX_LIST_ROWS,
+) {
   const p = new Params();
   const rows = await ch.query<{ url: string; count: number; lastClicked: string }>(
     `SELECT props['url'] AS url, count() AS count, toString(max(timestamp)) AS lastClicked
      FROM events_by_name
      WHERE ${whereClause(p, siteId, common, [`type = 'outbound'`, `props['url'] != ''`])}
      GROUP BY url ORDER BY count DESC, url
-     LIMIT 1000`,
+     LIMIT ${p.bind('UInt32', limit)}`,
     p.values,
   );
   return rows.map((r) => ({ ...r, lastClicked: toIso(r.lastClicked) }));
 }
 
-/** Removes every event of a site (lightweight delete: gone from reads at once). */
+/** Every table holding a site's data, derived ones included. */
+const SITE_TABLES = [
+  'events',
+  'events_by_name',
+  'sessions',
+  'site_pages',
+  'identifies',
+  'user_profiles',
+  'user_aliases',
+  'session_replay',
+];
+
+/**
+ * Removes every event, profile and replay of a site (lightweight delete: gone from reads at
+ * once). On a cluster the delete runs on the local tables of every shard (`ON CLUSTER`; a
+ * Distributed table takes no delete), with the id inline: a distributed DDL is sent on as text,
+ * without its parameters.
+ */
 export async function deleteSiteEvents(ch: ClickHouse, siteId: number): Promise<void> {
-  for (const table of ['events', 'events_by_name', 'sessions', 'site_pages']) {
-    await ch.command(`DELETE FROM ${table} WHERE site_id = {site:UInt32}`, { site: siteId });
+  for (const table of SITE_TABLES) {
+    if (ch.cluster) {
+      if (!Number.isInteger(siteId) || siteId < 0 || siteId > 0xffffffff)
+        throw new RangeError(`bad site id ${siteId}`);
+      await ch.command(
+        `DELETE FROM ${table}${LOCAL_SUFFIX} ON CLUSTER ${ch.cluster} WHERE site_id = ${siteId}`,
+      );
+    } else {
+      await ch.command(`DELETE FROM ${table} WHERE site_id = {site:UInt32}`, { site: siteId });
+    }
   }
 }

@@ -57,9 +57,10 @@ export function goalCondition(p: Params, goal: GoalDefinition): string {
     // The map answers most rows cheaply; the JSON type check (evaluated only for rows that got
     // this far) tells the number 2 from the string "2", which the map stores alike. A string
     // that is not the JSON text of another value (the map's form for non-strings) needs none.
+    // A number is bound as its text: the embedded engine's binder refuses integers past 2^53.
     parts.push(
       typeof value === 'number'
-        ? `props[${k}] != '' AND JSONType(properties, ${k}) IN ('Int64', 'UInt64', 'Double') AND JSONExtractFloat(properties, ${k}) = ${p.bind('Float64', value)}`
+        ? `props[${k}] != '' AND JSONType(properties, ${k}) IN ('Int64', 'UInt64', 'Double') AND JSONExtractFloat(properties, ${k}) = ${p.bind('Float64', String(value))}`
         : `props[${k}] = ${p.bind('String', value)}${isJsonOfNonString(value) ? ` AND JSONType(properties, ${k}) = 'String'` : ''}`,
     );
   }

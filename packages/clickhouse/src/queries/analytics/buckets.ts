@@ -1,0 +1,163 @@
+import type { ClickHouse } from '../../client';
+import { type CommonParams, nextDay, Params, whereClause } from '../builder';
+import {
+  SESSION_TOTAL_AGGREGATES,
+  SESSION_TOTAL_COLUMNS,
+  type SessionTotals,
+  sessionAverages,
+  type TrafficSummary,
+} from './overview';
+import { countedSessions, daysBetween, isoFromSeconds } from './shared';
+
+export const BUCKETS = ['minute', 'five_minutes', 'fifteen_minutes', 'hour', 'day', 'week', 'month'] as const;
+export type Bucket = (typeof BUCKETS)[number];
+
+/** At most this many buckets per answer. */
+export const MAX_BUCKETS = 2000;
+
+/** Buckets finer than a day need both dates (an open range would be unbounded in buckets). */
+export const isSubDay = (b: Bucket) =>
+  b === 'minute' || b === 'five_minutes' || b === 'fifteen_minutes' || b === 'hour';
+
+/** The start of the bucket holding instant `t`, aligned in time zone `tz` (weeks start on Monday). */
+const BUCKET_START: Record<Bucket, (t: string, tz: string) => string> = {
+  minute: (t, tz) => `toStartOfMinute(${t}, ${tz})`,
+  five_minutes: (t, tz) => `toStartOfFiveMinutes(${t}, ${tz})`,
+  fifteen_minutes: (t, tz) => `toStartOfFifteenMinutes(${t}, ${tz})`,
+  hour: (t, tz) => `toStartOfHour(${t}, ${tz})`,
+  day: (t, tz) => `toStartOfDay(${t}, ${tz})`,
+  week: (t, tz) => `toDateTime(toMonday(${t}, ${tz}), ${tz})`,
+  month: (t, tz) => `toDateTime(toStartOfMonth(${t}, ${tz}), ${tz})`,
+};
+
+/**
+ * Seconds between the instants sampled to list a range's buckets: short enough that one lands in
+ * every bucket however DST stretches or shrinks it (an hour is never shorter than 30 minutes in
+ * any zone, a day never shorter than 23 hours, weeks and months are days long).
+ */
+const SAMPLE_STEP_S: Record<Bucket, number> = {
+  minute: 60,
+  five_minutes: 300,
+  fifteen_minutes: 900,
+  hour: 900,
+  day: 3600,
+  week: 86_400,
+  month: 86_400,
+};
+
+/** Buckets a range of `days` days holds, give or take those DST adds or removes. */
+const PER_DAY: Record<Bucket, number> = {
+  minute: 1440,
+  five_minutes: 288,
+  fifteen_minutes: 96,
+  hour: 24,
+  day: 1,
+  week: 1 / 7,
+  month: 1 / 31,
+};
+
+export type BucketItem = { time: string } & TrafficSummary;
+
+export type BucketedResult = { ok: true; data: BucketItem[] } | { ok: false };
+
+interface EventRow {
+  b: number;
+  pageviews: number;
+  users: number;
+}
+
+/**
+ * SPEC 13 `overview-bucketed`: one item per bucket of the range, oldest first, empty buckets with
+ * zeros. Pageviews and users count in the bucket of their event, a counted session in the bucket
+ * where its first event in range lies. An open range starts with the bucket of the earliest
+ * counted session and ends with the bucket holding now (or the latest event, if later). More
+ * than MAX_BUCKETS buckets → `{ok: false}`.
+ */
+export async function overviewBucketed(
+  ch: ClickHouse,
+  siteId: number,
+  common: CommonParams,
+  bucket: Bucket,
+): Promise<BucketedResult> {
+  const closed = common.startDate !== undefined && common.endDate !== undefined;
+  if (closed) {
+    const estimate = daysBetween(common.startDate!, common.endDate!) * PER_DAY[bucket];
+    if (estimate > MAX_BUCKETS + 100) return { ok: false };
+  }
+  let starts = closed ? await listBuckets(ch, common, bucket) : undefined;
+  if (starts && starts.length > MAX_BUCKETS) return { ok: false };
+
+  const e = new Params();
+  const tz = e.bind('String', common.timeZone);
+  const events = await ch.query<EventRow>(
+    `SELECT toUnixTimestamp(${BUCKET_START[bucket]('timestamp', tz)}) AS b,
+       countIf(type = 'pageview') AS pageviews, uniqExact(user_id) AS users
+     FROM events WHERE ${whereClause(e, siteId, common)}
+     GROUP BY b`,
+    e.values,
+  );
+  const s = new Params();
+  const stz = s.bind('String', common.timeZone);
+  const sessions = await ch.query<SessionTotals & { b: number }>(
+    `SELECT toUnixTimestamp(${BUCKET_START[bucket]('s_start', stz)}) AS b, ${SESSION_TOTAL_AGGREGATES}
+     FROM (${countedSessions(s, siteId, common, [...SESSION_TOTAL_COLUMNS, 'min(timestamp) AS s_start'])})
+     GROUP BY b`,
+    s.values,
+  );
+
+  if (!starts) {
+    const seen = [...events, ...sessions].map((r) => r.b);
+    if (seen.length === 0 && common.startDate === undefined) return { ok: true, data: [] };
+    const first = common.startDate === undefined ? Math.min(...seen) : undefined;
+    starts = await listBuckets(ch, common, bucket, {
+      first,
+      last: common.endDate === undefined ? Math.max(Math.floor(Date.now() / 1000), ...seen) : undefined,
+    });
+    if (starts.length > MAX_BUCKETS) return { ok: false };
+  }
+  const byEvents = new Map(events.map((r) => [r.b, r]));
+  const bySessions = new Map(sessions.map((r) => [r.b, r]));
+  return {
+    ok: true,
+    data: starts.map((b) => {
+      const ev = byEvents.get(b);
+      const se = bySessions.get(b) ?? { sessions: 0, session_pageviews: 0, bounces: 0, duration_ms: 0 };
+      return {
+        time: isoFromSeconds(b),
+        pageviews: ev?.pageviews ?? 0,
+        sessions: se.sessions,
+        users: ev?.users ?? 0,
+        ...sessionAverages(se),
+      };
+    }),
+  };
+}
+
+/**
+ * The starts (epoch seconds) of the buckets between two instants, both included: instants
+ * sampled across the span, each mapped to its bucket by the same function the counts use. The
+ * instants are the range's local midnights, or on an open side the given epoch seconds; at most
+ * MAX_BUCKETS + 1 are returned.
+ */
+async function listBuckets(
+  ch: ClickHouse,
+  common: CommonParams,
+  bucket: Bucket,
+  open: { first?: number | undefined; last?: number | undefined } = {},
+): Promise<number[]> {
+  const p = new Params();
+  const tz = p.bind('String', common.timeZone);
+  const midnight = (date: string) =>
+    `toUInt32(toUnixTimestamp(toDateTime(${p.bind('String', `${date} 00:00:00`)}, ${tz})))`;
+  const from = common.startDate ? midnight(common.startDate) : p.bind('UInt32', open.first ?? 0);
+  const to = common.endDate ? `(${midnight(nextDay(common.endDate))} - 1)` : p.bind('UInt32', open.last ?? 0);
+  const rows = await ch.query<{ b: number }>(
+    `SELECT DISTINCT toUnixTimestamp(${BUCKET_START[bucket]("toDateTime(x, 'UTC')", tz)}) AS b
+     FROM (SELECT arrayJoin(arrayConcat(range(${from}, toUInt32(${to}), ${p.bind('UInt32', SAMPLE_STEP_S[bucket])}), [toUInt32(${to})])) AS x)
+     WHERE x >= ${from}
+     ORDER BY b
+     LIMIT ${p.bind('UInt32', MAX_BUCKETS + 1)}`,
+    p.values,
+  );
+  return rows.map((r) => r.b);
+}

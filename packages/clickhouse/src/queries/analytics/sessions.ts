@@ -1,0 +1,176 @@
+import { toIso } from '@trackhouse/core';
+import type { ClickHouse } from '../../client';
+import type { EventRecord, StoredEvent } from '../../rows';
+import { type CommonParams, Params, rangeCondition } from '../builder';
+import { EVENT_COLUMNS, type EventColumnsRow, eventRecord } from '../events';
+import { countedSessions, EVENT_ORDER, SESSION_MS } from './shared';
+
+/** SPEC 13 Session: section 9's fields and the extras of the sessions endpoints. */
+export interface TrafficSession {
+  session_id: string;
+  user_id: string;
+  identified_user_id: string;
+  country: string;
+  region: string;
+  city: string;
+  language: string;
+  browser: string;
+  operating_system: string;
+  device_type: string;
+  hostname: string;
+  entry_page: string;
+  exit_page: string;
+  pageviews: number;
+  events: number;
+  session_duration: number;
+  session_start: string;
+  session_end: string;
+  referrer: string;
+  channel: string;
+  utm_source: string;
+  utm_medium: string;
+  utm_campaign: string;
+}
+
+/** Fields a session takes from its first event. */
+const FIRST_EVENT_FIELDS = [
+  'user_id',
+  'country',
+  'region',
+  'city',
+  'language',
+  'browser',
+  'operating_system',
+  'device_type',
+  'hostname',
+  'referrer',
+  'channel',
+  'utm_source',
+  'utm_medium',
+  'utm_campaign',
+] as const;
+
+/**
+ * A session's fields over the grouped events. Output names carry an `s_` prefix: an alias named
+ * like a column would shadow it in WHERE. The identified id is the latest one seen (a visitor
+ * often signs in partway through a session).
+ */
+const SESSION_FIELDS = [
+  'toString(session_id) AS s_session_id',
+  ...FIRST_EVENT_FIELDS.map((f) => `argMin(${f}, ${EVENT_ORDER}) AS s_${f}`),
+  `argMaxIf(identified_user_id, ${EVENT_ORDER}, identified_user_id != '') AS s_identified_user_id`,
+  `argMinIf(pathname, ${EVENT_ORDER}, type = 'pageview') AS s_entry_page`,
+  `argMaxIf(pathname, ${EVENT_ORDER}, type = 'pageview') AS s_exit_page`,
+  `countIf(type = 'pageview') AS s_pageviews`,
+  'count() AS s_events',
+  `${SESSION_MS} AS s_ms`,
+  'toString(min(timestamp)) AS s_session_start',
+  'toString(max(timestamp)) AS s_session_end',
+].join(',\n  ');
+
+type SessionRow = { [K in keyof TrafficSession as `s_${K}`]: TrafficSession[K] } & { s_ms: number };
+
+function toSession(r: SessionRow): TrafficSession {
+  const s = Object.fromEntries(
+    Object.entries(r).map(([k, v]) => [k.slice(2), v]),
+  ) as unknown as TrafficSession & {
+    ms: number;
+  };
+  const { ms, ...rest } = s;
+  return {
+    ...rest,
+    session_duration: ms / 1000,
+    session_start: toIso(s.session_start),
+    session_end: toIso(s.session_end),
+  };
+}
+
+/**
+ * SPEC 13 `sessions`: the counted sessions of the range, newest start first (ties by id), with
+ * their fields over their events in range. With `userId`, only the sessions of that anonymous or
+ * identified id (as the `user_id` filter selects them). The page's ids are ranked first; fields
+ * are then aggregated for those sessions only.
+ */
+export async function listSessions(
+  ch: ClickHouse,
+  siteId: number,
+  common: CommonParams,
+  page: { limit: number; offset: number; userId?: string },
+): Promise<{ data: TrafficSession[]; totalCount: number }> {
+  const scoped: CommonParams =
+    page.userId === undefined
+      ? common
+      : {
+          ...common,
+          filters: [...common.filters, { parameter: 'user_id', type: 'equals', value: [page.userId] }],
+        };
+  const rank = async (limit: number, offset: number) => {
+    const p = new Params();
+    const columns = [
+      'toString(session_id) AS s_id',
+      'min(timestamp) AS s_start',
+      'count() OVER () AS s_total',
+    ];
+    return ch.query<{ s_id: string; s_total: number }>(
+      `SELECT s_id, s_total FROM (${countedSessions(p, siteId, scoped, columns)})
+       ORDER BY s_start DESC, s_id ASC
+       LIMIT ${p.bind('UInt32', limit)} OFFSET ${p.bind('UInt32', offset)}`,
+      p.values,
+    );
+  };
+  const ranked = await rank(page.limit, page.offset);
+  // Past the last session the page is empty: the total then comes from the first row.
+  const totalCount = (ranked[0] ?? (page.offset > 0 ? (await rank(1, 0))[0] : undefined))?.s_total ?? 0;
+  if (ranked.length === 0) return { data: [], totalCount };
+
+  const p = new Params();
+  const ids = p.bind(
+    'Array(UUID)',
+    ranked.map((r) => r.s_id),
+  );
+  const rows = await ch.query<SessionRow>(
+    `SELECT ${SESSION_FIELDS} FROM events
+     WHERE ${rangeCondition(p, siteId, common)} AND session_id IN ${ids}
+     GROUP BY session_id`,
+    p.values,
+  );
+  const byId = new Map(rows.map((r) => [r.s_session_id, toSession(r)]));
+  return { data: ranked.flatMap((r) => byId.get(r.s_id) ?? []), totalCount };
+}
+
+/** An event of a session as the session endpoint answers it: error events included. */
+export type SessionEvent = Omit<EventRecord, 'type'> & { type: StoredEvent['type'] };
+
+const UUID_TEXT = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
+
+/**
+ * SPEC 13 `sessions/:sessionId`: the session over all its events (no dates, no filters) and a
+ * page of those events, oldest first. Undefined when the site has no such session; ids are
+ * matched exactly, as the stored (lowercase) text.
+ */
+export async function getSession(
+  ch: ClickHouse,
+  siteId: number,
+  sessionId: string,
+  page: { limit: number; offset: number },
+): Promise<{ session: TrafficSession; events: SessionEvent[]; hasMore: boolean } | undefined> {
+  if (!UUID_TEXT.test(sessionId)) return undefined;
+  const p = new Params();
+  const where = `site_id = ${p.bind('UInt32', siteId)} AND session_id = ${p.bind('UUID', sessionId)}`;
+  const [row] = await ch.query<SessionRow>(
+    `SELECT ${SESSION_FIELDS} FROM events WHERE ${where} GROUP BY session_id`,
+    p.values,
+  );
+  if (!row) return undefined;
+  const rows = await ch.query<EventColumnsRow<SessionEvent>>(
+    `SELECT ${EVENT_COLUMNS} FROM events WHERE ${where}
+     ORDER BY timestamp, event_id
+     LIMIT ${p.bind('UInt32', page.limit + 1)} OFFSET ${p.bind('UInt32', page.offset)}`,
+    p.values,
+  );
+  return {
+    session: toSession(row),
+    events: rows.slice(0, page.limit).map((r) => eventRecord<SessionEvent>(r)),
+    hasMore: rows.length > page.limit,
+  };
+}

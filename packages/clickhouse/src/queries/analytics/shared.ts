@@ -1,0 +1,53 @@
+import { type CommonParams, filterConditions, type Params, rangeCondition } from '../builder';
+
+/**
+ * The order of a session's events: time, then event id (as ClickHouse orders UUIDs), so "first"
+ * and "last" are defined even when events share a millisecond.
+ */
+export const EVENT_ORDER = '(timestamp, event_id)';
+
+/** Milliseconds between a session's first and last event in range. */
+export const SESSION_MS = 'toUnixTimestamp64Milli(max(timestamp)) - toUnixTimestamp64Milli(min(timestamp))';
+
+/** Every filter as one condition on an event ('1' when there are none). */
+export function matchesFilters(p: Params, siteId: number, common: CommonParams): string {
+  const parts = filterConditions(p, siteId, common);
+  return parts.length === 0 ? '1' : parts.map((c) => `(${c})`).join(' AND ');
+}
+
+/**
+ * One row per counted session of the range (SPEC 13): its events in range grouped, filters not
+ * applied, and the session kept when at least one of them matches every filter. Columns are
+ * aggregates over those events; their aliases must not be column names (an alias would shadow
+ * the column inside the filter conditions).
+ */
+export function countedSessions(p: Params, siteId: number, common: CommonParams, columns: string[]): string {
+  const filtered = common.filters.length > 0;
+  const select = ['session_id', ...columns].join(',\n    ');
+  return `SELECT ${select}
+  FROM events
+  WHERE ${rangeCondition(p, siteId, common)}
+  GROUP BY session_id${filtered ? `\n  HAVING max(${matchesFilters(p, siteId, common)})` : ''}`;
+}
+
+/**
+ * `num / den` rounded to 2 decimals (halves up), 0 when `den` is 0. Callers pass integers (counts,
+ * milliseconds, count × 100), so every rate and average of the API is rounded from an exact ratio.
+ */
+export function ratio(num: number, den: number): number {
+  return den === 0 ? 0 : Math.round((num * 100) / den) / 100;
+}
+
+/** Seconds since the epoch (a bucket's start) or ClickHouse DateTime64 text, as ISO 8601 UTC with ms. */
+export const isoFromSeconds = (seconds: number) => new Date(seconds * 1000).toISOString();
+
+/** `YYYY-MM-DD` moved by whole days. */
+export function addDays(date: string, days: number): string {
+  const d = new Date(`${date}T00:00:00Z`);
+  d.setUTCDate(d.getUTCDate() + days);
+  return d.toISOString().slice(0, 10);
+}
+
+/** Calendar days from `start` to `end`, both included. */
+export const daysBetween = (start: string, end: string) =>
+  Math.round((Date.parse(`${end}T00:00:00Z`) - Date.parse(`${start}T00:00:00Z`)) / 86_400_000) + 1;
