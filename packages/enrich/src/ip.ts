@@ -1,10 +1,38 @@
 import { BlockList, isIP } from 'node:net';
+import ipaddr from 'ipaddr.js';
 
-/** `::ffff:1.2.3.4` → `1.2.3.4`; other addresses unchanged (lowercased). */
+/**
+ * Prefixes that say the last 32 bits are an IPv4 address, written as a dotted quad there
+ * (RFC 5952 section 5): IPv4-translated addresses (RFC 2765) and the well-known prefix of
+ * RFC 6052. IPv4-mapped addresses (`::ffff:a.b.c.d`) are the IPv4 address itself here.
+ */
+const EMBEDS_IPV4 = [ipaddr.IPv6.parseCIDR('::ffff:0:0:0/96'), ipaddr.IPv6.parseCIDR('64:ff9b::/96')];
+
+/** RFC 5952 text: lowercase, no leading zeros, the longest zero run (the first of equal ones) as `::`. */
+function ipv6Text(address: ipaddr.IPv6): string {
+  const parts = address.parts;
+  const [high16 = 0, low16 = 0] = parts.slice(6);
+  if ((high16 === 0 && low16 === 0) || !EMBEDS_IPV4.some((range) => address.match(range))) {
+    return address.toRFC5952String();
+  }
+  // The dotted quad is not part of any zero run: compress with two non-zero groups in its
+  // place, then write the quad over them.
+  const hex = new ipaddr.IPv6([...parts.slice(0, 6), 1, 1]).toRFC5952String();
+  const quad = [high16 >> 8, high16 & 0xff, low16 >> 8, low16 & 0xff].join('.');
+  return `${hex.slice(0, -'1:1'.length)}${quad}`;
+}
+
+/**
+ * One text per address: IPv4 as dotted decimal, IPv4-mapped IPv6 as the IPv4 address, other
+ * IPv6 in RFC 5952 form. Text that is no address comes back trimmed and lowercased.
+ */
 export function normalizeIp(ip: string): string {
-  const lower = ip.trim().toLowerCase();
-  const mapped = /^::ffff:(\d{1,3}(?:\.\d{1,3}){3})$/.exec(lower);
-  return mapped ? mapped[1]! : lower;
+  const text = ip.trim();
+  if (!isIP(text)) return text.toLowerCase();
+  const address = ipaddr.parse(text);
+  if (address.kind() === 'ipv4') return address.toString();
+  const v6 = address as ipaddr.IPv6;
+  return v6.isIPv4MappedAddress() ? v6.toIPv4Address().toString() : ipv6Text(v6);
 }
 
 export function ipFamily(ip: string): 'ipv4' | 'ipv6' | undefined {
@@ -14,12 +42,13 @@ export function ipFamily(ip: string): 'ipv4' | 'ipv6' | undefined {
 
 /**
  * Parses an exclusion entry (an address or a CIDR) into its normalized text, or undefined when
- * it is neither. `10.1.2.3/8` normalizes to `10.0.0.0/8`; v4-mapped v6 entries become v4.
+ * it is neither. `10.1.2.3/8` normalizes to `10.0.0.0/8`; v4-mapped v6 entries become v4; zone
+ * ids (`fe80::1%eth0`) are refused: they name no remote client.
  */
 export function normalizeIpOrCidr(entry: string): string | undefined {
   const [rawAddress, rawPrefix, extra] = entry.trim().split('/');
-  if (extra !== undefined || !rawAddress) return undefined;
-  let address = normalizeIp(rawAddress);
+  if (extra !== undefined || !rawAddress || rawAddress.includes('%')) return undefined;
+  const address = normalizeIp(rawAddress);
   const family = ipFamily(address);
   if (!family) return undefined;
   if (rawPrefix === undefined) return address;
@@ -29,58 +58,11 @@ export function normalizeIpOrCidr(entry: string): string | undefined {
   if (family === 'ipv4' && ipFamily(rawAddress.trim()) === 'ipv6') prefix -= 96;
   const max = family === 'ipv4' ? 32 : 128;
   if (prefix < 0 || prefix > max) return undefined;
-  address = networkAddress(address, family, prefix);
-  return `${address}/${prefix}`;
-}
-
-function networkAddress(address: string, family: 'ipv4' | 'ipv6', prefix: number): string {
-  const bytes = toBytes(address, family);
-  for (let bit = prefix; bit < bytes.length * 8; bit++) bytes[bit >> 3]! &= ~(0x80 >> (bit & 7));
-  return fromBytes(bytes, family);
-}
-
-function toBytes(address: string, family: 'ipv4' | 'ipv6'): number[] {
-  if (family === 'ipv4') return address.split('.').map(Number);
-  const groupsOf = (part: string | undefined): string[] =>
-    part
-      ? part.split(':').flatMap((g) => {
-          if (!g.includes('.')) return [g];
-          // An embedded dotted quad (64:ff9b::1.2.3.4) is the last two groups.
-          const [a = 0, b = 0, c = 0, d = 0] = g.split('.').map(Number);
-          return [((a << 8) | b).toString(16), ((c << 8) | d).toString(16)];
-        })
-      : [];
-  const [head, tail] = address.split('::');
-  const before = groupsOf(head);
-  const after = groupsOf(tail);
-  const zeros = address.includes('::') ? 8 - before.length - after.length : 0;
-  return [...before, ...Array<string>(zeros).fill('0'), ...after].flatMap((g) => {
-    const n = Number.parseInt(g, 16);
-    return [n >> 8, n & 0xff];
-  });
-}
-
-function fromBytes(bytes: number[], family: 'ipv4' | 'ipv6'): string {
-  if (family === 'ipv4') return bytes.join('.');
-  const groups: string[] = [];
-  for (let i = 0; i < 16; i += 2) groups.push(((bytes[i]! << 8) | bytes[i + 1]!).toString(16));
-  return compressV6(groups);
-}
-
-function compressV6(groups: string[]): string {
-  let best = { start: -1, len: 0 };
-  for (let i = 0; i < groups.length; ) {
-    if (groups[i] !== '0') {
-      i++;
-      continue;
-    }
-    let j = i;
-    while (j < groups.length && groups[j] === '0') j++;
-    if (j - i > best.len) best = { start: i, len: j - i };
-    i = j;
-  }
-  if (best.len < 2) return groups.join(':');
-  return `${groups.slice(0, best.start).join(':')}::${groups.slice(best.start + best.len).join(':')}`;
+  const network =
+    family === 'ipv4'
+      ? ipaddr.IPv4.networkAddressFromCIDR(`${address}/${prefix}`).toString()
+      : ipv6Text(ipaddr.IPv6.networkAddressFromCIDR(`${address}/${prefix}`));
+  return `${network}/${prefix}`;
 }
 
 /** A matcher over normalized exclusion entries (addresses and CIDR ranges, v4 and v6). */

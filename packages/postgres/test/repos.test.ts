@@ -1,3 +1,5 @@
+import { readFile } from 'node:fs/promises';
+import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestDatabase, POSTGRES_MIGRATIONS } from '../../../test/helpers';
 import {
@@ -44,6 +46,34 @@ describe('migrations', () => {
     const rows = await sql<{ name: string }[]>`select name from schema_migrations order by name`;
     expect(rows.map((r) => r.name)).toContain('0001_init.sql');
     expect(await migratePostgres(sql, POSTGRES_MIGRATIONS)).toEqual({ applied: [] });
+  });
+
+  it('0002 keeps recording errors for sites created before it, and starts new sites with it off', async () => {
+    const file = (name: string) => readFile(join(POSTGRES_MIGRATIONS, name), 'utf8');
+    const [init, features] = await Promise.all([file('0001_init.sql'), file('0002_product_features.sql')]);
+    // A schema of its own, rolled back: the files themselves, applied as an older install would.
+    await sql
+      .begin(async (tx) => {
+        await tx.unsafe('create schema before_0002; set local search_path to before_0002');
+        await tx.unsafe(init);
+        await tx`insert into organizations (id, name) values ('o', 'Org')`;
+        await tx`insert into sites (id, organization_id, name, domain) values ('old', 'o', 'Old', 'old.example')`;
+        await tx.unsafe(features);
+        await tx.unsafe(features); // repeatable
+        await tx`insert into sites (id, organization_id, name, domain) values ('new', 'o', 'New', 'new.example')`;
+        const rows = await tx<
+          { id: string; trackErrors: boolean; webVitals: boolean; trackSpaNavigation: boolean }[]
+        >`
+          select id, track_errors, web_vitals, track_spa_navigation from sites order by id desc`;
+        expect(rows).toEqual([
+          { id: 'old', trackErrors: true, webVitals: false, trackSpaNavigation: true },
+          { id: 'new', trackErrors: false, webVitals: false, trackSpaNavigation: true },
+        ]);
+        throw new Error('roll back');
+      })
+      .catch((err: Error) => {
+        if (err.message !== 'roll back') throw err;
+      });
   });
 });
 
@@ -132,6 +162,15 @@ describe('sites', () => {
       excludedCountries: [],
       monthlyPageviewLimit: null,
       privateLinkKey: null,
+      // The browser client's features: as the official client and the reference product ship.
+      trackInitialPageView: true,
+      trackSpaNavigation: true,
+      trackErrors: false,
+      webVitals: false,
+      sessionReplay: false,
+      trackButtonClicks: false,
+      trackCopy: false,
+      trackFormInteractions: false,
     });
     expect(Number.isInteger(site.siteId)).toBe(true);
     expect(typeof site.id).toBe('string');
@@ -141,6 +180,8 @@ describe('sites', () => {
       excludedIPs: ['10.0.0.0/8'],
       excludedCountries: ['DE'],
       monthlyPageviewLimit: 1000,
+      webVitals: true,
+      trackSpaNavigation: false,
     });
     expect(updated).toMatchObject({
       public: true,
@@ -148,6 +189,9 @@ describe('sites', () => {
       excludedCountries: ['DE'],
       monthlyPageviewLimit: 1000,
       blockBots: true,
+      webVitals: true,
+      trackSpaNavigation: false,
+      trackInitialPageView: true,
     });
     expect(updated!.updatedAt.getTime()).toBeGreaterThanOrEqual(site.updatedAt.getTime());
 

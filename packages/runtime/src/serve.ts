@@ -30,12 +30,22 @@ export async function listen(app: AnyHono, host: string, port: number): Promise<
   });
 }
 
+/** What a stopping service could not finish; it is picked up again at the next start. */
+export interface ShutdownReport {
+  /** Acknowledged events still in the ingest write-ahead buffer, not in ClickHouse. */
+  leftInBuffer?: { segments: number; rows: number; bytes: number };
+}
+
 /**
  * Runs `shutdown` once on SIGTERM or SIGINT, then exits: 0 when it completed, 1 when it threw.
  * Launchers (pnpm, tsx) and terminals deliver one signal several times in a burst, so repeats
  * are ignored; a signal sent again after 3 seconds forces an immediate exit.
  */
-export function onShutdownSignal(log: Logger, shutdown: () => Promise<void>): void {
+export function onShutdownSignal(
+  log: Logger,
+  // biome-ignore lint/suspicious/noConfusingVoidType: shutdowns that have nothing to report return Promise<void>
+  shutdown: () => Promise<ShutdownReport | void>,
+): void {
   let firstAt = 0;
   const handler = (signal: NodeJS.Signals) => {
     if (firstAt > 0) {
@@ -46,8 +56,13 @@ export function onShutdownSignal(log: Logger, shutdown: () => Promise<void>): vo
     firstAt = Date.now();
     log.info({ signal }, 'shutting down');
     shutdown().then(
-      () => {
-        log.info('stopped cleanly');
+      (report) => {
+        const left = report?.leftInBuffer;
+        if (left && left.segments > 0) {
+          log.warn(left, `stopped; ${left.rows} rows left in the buffer, replayed at next start`);
+        } else {
+          log.info('stopped cleanly');
+        }
         process.exit(0);
       },
       (err: unknown) => {

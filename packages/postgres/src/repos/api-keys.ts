@@ -1,5 +1,5 @@
 import { generateApiKey, hashSecret, recordId } from '@trackhouse/core';
-import type { Sql } from '../database';
+import type { Pool, Sql } from '../database';
 
 export interface ApiKeyRecord {
   id: string;
@@ -67,4 +67,25 @@ export function noteKeyUse(sql: Sql, record: ApiKeyRecord, now: Date): void {
   if (record.lastUsedAt && now.getTime() - record.lastUsedAt.getTime() < LAST_USED_RESOLUTION_MS) return;
   record.lastUsedAt = now;
   touchApiKey(sql, record.id).catch(() => {});
+}
+
+/**
+ * Creates a key unless the user already holds `maxActive` usable keys, or `admit` (asked last:
+ * a creation budget it may spend) says no. One transaction holding a lock per user, so that
+ * concurrent creations cannot pass the cap together.
+ */
+export async function createApiKeyWithin(
+  sql: Pool,
+  input: { userId: string; name: string; expiresAt?: Date | null },
+  limits: { maxActive: number; admit: () => Promise<boolean> },
+): Promise<{ key: string; record: ApiKeyRecord } | 'too_many_active' | 'not_admitted'> {
+  return sql.begin(async (tx) => {
+    await tx`select pg_advisory_xact_lock(hashtext('api_keys'), hashtext(${input.userId}))`;
+    const [row] = await tx<{ active: number }[]>`
+      select count(*)::int as active from api_keys
+      where user_id = ${input.userId} and revoked_at is null and (expires_at is null or expires_at > now())`;
+    if ((row?.active ?? 0) >= limits.maxActive) return 'too_many_active' as const;
+    if (!(await limits.admit())) return 'not_admitted' as const;
+    return createApiKey(tx, input);
+  });
 }

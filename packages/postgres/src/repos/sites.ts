@@ -10,6 +10,16 @@ export interface SiteConfig {
   trackOutbound: boolean;
   trackUrlParams: boolean;
   monthlyPageviewLimit: number | null;
+  /** Browser-client features (the tracking config); ingest refuses the types of those off. */
+  trackErrors: boolean;
+  webVitals: boolean;
+  sessionReplay: boolean;
+  trackButtonClicks: boolean;
+  trackCopy: boolean;
+  trackFormInteractions: boolean;
+  /** Read by browser scripts only: the server cannot tell a first pageview from a later one. */
+  trackInitialPageView: boolean;
+  trackSpaNavigation: boolean;
 }
 
 export interface SiteRecord extends SiteConfig {
@@ -34,6 +44,14 @@ const CONFIG_COLUMNS = {
   trackOutbound: 'track_outbound',
   trackUrlParams: 'track_url_params',
   monthlyPageviewLimit: 'monthly_pageview_limit',
+  trackErrors: 'track_errors',
+  webVitals: 'web_vitals',
+  sessionReplay: 'session_replay',
+  trackButtonClicks: 'track_button_clicks',
+  trackCopy: 'track_copy',
+  trackFormInteractions: 'track_form_interactions',
+  trackInitialPageView: 'track_initial_page_view',
+  trackSpaNavigation: 'track_spa_navigation',
 } as const satisfies Record<keyof SiteConfig, string>;
 
 export const SITE_CONFIG_KEYS = Object.keys(CONFIG_COLUMNS) as (keyof SiteConfig)[];
@@ -41,7 +59,9 @@ export const SITE_CONFIG_KEYS = Object.keys(CONFIG_COLUMNS) as (keyof SiteConfig
 const select = (sql: Sql) => sql`
   select site_id, id, organization_id, name, domain, created_by, created_at, updated_at, public,
          salt_user_ids, block_bots, excluded_ips as "excludedIPs", excluded_countries,
-         track_outbound, track_url_params, monthly_pageview_limit, private_link_key
+         track_outbound, track_url_params, monthly_pageview_limit, private_link_key, track_errors,
+         web_vitals, session_replay, track_button_clicks, track_copy, track_form_interactions,
+         track_initial_page_view, track_spa_navigation
   from sites`;
 
 function toColumns(config: Partial<SiteConfig>): Record<string, unknown> {

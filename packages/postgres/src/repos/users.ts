@@ -71,3 +71,15 @@ export async function findFirstOwner(
     limit 1`;
   return row;
 }
+
+/** The organizations a user belongs to, with the user's role in each (oldest first). */
+export async function listUserOrganizations(
+  sql: Sql,
+  userId: string,
+): Promise<{ id: string; name: string; role: Role }[]> {
+  return sql<{ id: string; name: string; role: Role }[]>`
+    select o.id, o.name, m.role
+    from memberships m join organizations o on o.id = m.organization_id
+    where m.user_id = ${userId}
+    order by o.created_at, o.id`;
+}
