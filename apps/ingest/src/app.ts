@@ -1,4 +1,3 @@
-import { join } from 'node:path';
 import type { ClickHouse } from '@trackhouse/clickhouse';
 import {
   type Config,
@@ -12,18 +11,22 @@ import {
 import { createUserAgentParser, createVisitorIds, type Geo, openGeo } from '@trackhouse/enrich';
 import { createMemoryStores, type Stores, withLocalFallback } from '@trackhouse/limits';
 import type { Sql } from '@trackhouse/postgres';
-import type { Runtime } from '@trackhouse/runtime';
+import type { Runtime, ShutdownReport } from '@trackhouse/runtime';
 import { Hono } from 'hono';
 import { Counter, type Registry } from 'prom-client';
 import { trackingCors } from './cors';
 import type { PipelineDeps } from './pipeline';
 import { mountBatch } from './routes/batch';
 import type { IngestContext } from './routes/context';
+import { mountIdentify } from './routes/identify';
+import { mountReplay } from './routes/replay';
 import { mountTrack } from './routes/track';
 import { mountTrackingConfig } from './routes/tracking-config';
 import { createIngestDirectory, type IngestDirectory } from './sites';
+import { bufferDirectory, deadLetterDirectory } from './writer/buffer';
 import { claimBufferSlot } from './writer/slots';
-import { DurableWriter } from './writer/writer';
+import { openTableWriters, type TableWriters } from './writer/tables';
+import type { DurableWriter } from './writer/writer';
 
 /** Settings of the ingest service, taken from the parsed configuration. */
 export type IngestSettings = Pick<
@@ -31,10 +34,14 @@ export type IngestSettings = Pick<
   | 'TRUST_PROXY'
   | 'TRACK_RATE_LIMIT_MAX'
   | 'TRACK_RATE_LIMIT_WINDOW_S'
+  | 'TRACK_ANON_RATE_LIMIT_MAX'
+  | 'TRACK_ANON_RATE_LIMIT_WINDOW_S'
   | 'MONTHLY_PAGEVIEW_LIMIT'
   | 'INGEST_BUFFER_MAX_MB'
   | 'INGEST_FLUSH_INTERVAL_MS'
   | 'INGEST_MAX_BATCH_ROWS'
+  | 'SESSION_REPLAY_MAX_MB_PER_DAY'
+  | 'SESSION_REPLAY_RETENTION_DAYS'
 >;
 
 /** Everything the ingest service needs, built by `openIngest` (or a test) and injected. */
@@ -45,7 +52,9 @@ export interface IngestDeps {
   secret: string;
   geo: Geo;
   directory: IngestDirectory;
+  /** The events table's writer (`writers.events`). */
   writer: DurableWriter;
+  writers: TableWriters;
   settings: IngestSettings;
   readiness: ReadinessCheck[];
 }
@@ -60,6 +69,16 @@ function ingestContext(deps: IngestDeps): IngestContext {
       s.TRACK_RATE_LIMIT_MAX,
       s.TRACK_RATE_LIMIT_WINDOW_S * 1000,
     ),
+    anonymousLimiter: deps.stores.rateLimiter(
+      'track-anon',
+      s.TRACK_ANON_RATE_LIMIT_MAX,
+      s.TRACK_ANON_RATE_LIMIT_WINDOW_S * 1000,
+    ),
+    anonymousLimitMessage: rateLimitMessage(
+      s.TRACK_ANON_RATE_LIMIT_MAX,
+      s.TRACK_ANON_RATE_LIMIT_WINDOW_S,
+      'client address and site',
+    ),
     geo: deps.geo,
     parseUserAgent: createUserAgentParser(),
     visitorId: createVisitorIds(deps.secret),
@@ -67,7 +86,17 @@ function ingestContext(deps: IngestDeps): IngestContext {
     rateLimitMessage: rateLimitMessage(s.TRACK_RATE_LIMIT_MAX, s.TRACK_RATE_LIMIT_WINDOW_S),
     writerFull: () => deps.writer.isFull(),
   };
-  return { pipeline, writer: deps.writer, trustProxy: s.TRUST_PROXY };
+  return {
+    pipeline,
+    writer: deps.writer,
+    writers: deps.writers,
+    trustedProxyHops: s.TRUST_PROXY,
+    log: deps.log,
+    replay: {
+      maxBytesPerDay: s.SESSION_REPLAY_MAX_MB_PER_DAY * 1024 * 1024,
+      retentionDays: s.SESSION_REPLAY_RETENTION_DAYS,
+    },
+  };
 }
 
 /** The ingest endpoints alone, for mounting next to the query service in standalone mode. */
@@ -77,9 +106,13 @@ export function ingestRoutes(deps: IngestDeps): Hono<HttpEnv> {
   app.use('/api/track', trackingCors);
   app.use('/api/track/*', trackingCors);
   app.use('/api/site/tracking-config/*', trackingCors);
+  app.use('/api/identify', trackingCors);
+  app.use('/api/session-replay/*', trackingCors);
   mountTrack(app, ctx);
   mountBatch(app, ctx);
   mountTrackingConfig(app, ctx);
+  mountIdentify(app, ctx);
+  mountReplay(app, ctx);
   return app;
 }
 
@@ -106,7 +139,9 @@ export interface OpenIngestOptions {
  * process left), the cached directory of sites and keys, and Redis stores that fall back to
  * in-process ones while Redis is unreachable.
  */
-export async function openIngest(opts: OpenIngestOptions): Promise<IngestDeps & { close(): Promise<void> }> {
+export async function openIngest(
+  opts: OpenIngestOptions,
+): Promise<IngestDeps & { close(): Promise<ShutdownReport> }> {
   const geo = await openGeo(opts.settings.GEOIP_DB_PATH);
   const fallbacks = new Counter({
     name: 'trackhouse_redis_fallback_total',
@@ -125,11 +160,11 @@ export async function openIngest(opts: OpenIngestOptions): Promise<IngestDeps & 
         })
       : opts.stores;
   const directory = await createIngestDirectory(opts.sql, stores.channel);
-  const slot = await claimBufferSlot(
-    opts.settings.INGEST_BUFFER_DIR ?? join(opts.settings.DATA_DIR, 'ingest-buffer'),
-  );
-  const writer = await DurableWriter.open({
+  const bufferBase = bufferDirectory(opts.settings);
+  const slot = await claimBufferSlot(bufferBase);
+  const writers = await openTableWriters({
     dir: slot.dir,
+    deadLetterDir: deadLetterDirectory(bufferBase),
     ch: opts.ch,
     log: opts.log,
     registry: opts.registry,
@@ -144,13 +179,15 @@ export async function openIngest(opts: OpenIngestOptions): Promise<IngestDeps & 
     secret: opts.secret,
     geo,
     directory,
-    writer,
+    writer: writers.events,
+    writers,
     settings: opts.settings,
     readiness: opts.readiness,
     async close() {
-      await writer.close();
+      const leftInBuffer = await writers.close();
       await slot.release();
       await directory.close();
+      return { leftInBuffer };
     },
   };
 }

@@ -1,7 +1,8 @@
-import type { StoredEvent } from '@trackhouse/clickhouse';
+import { type StoredEvent, WEB_VITALS } from '@trackhouse/clickhouse';
 import {
   ApiError,
   isApiKeyShaped,
+  parseStorableJson,
   secondsUntil,
   startOfNextUtcMonth,
   toClickHouseDateTime,
@@ -16,22 +17,29 @@ import {
   type Geo,
   headerHost,
   isHostOfDomain,
+  type Location,
   parseQuery,
   storedReferrer,
 } from '@trackhouse/enrich';
-import type { RateLimiter, RateLimitResult, Stores } from '@trackhouse/limits';
-import { isKeyUsable } from '@trackhouse/postgres';
+import { type RateLimiter, type RateLimitResult, rateLimited, type Stores } from '@trackhouse/limits';
+import { isKeyUsable, type SiteConfig } from '@trackhouse/postgres';
+import { checkAutocaptureProperties } from './autocapture';
+import { isBackdated, SESSION_TIMEOUT_MS } from './backdated';
 import type { EventType, TrackPayload } from './schemas';
 import type { IngestDirectory, TrackedSite } from './sites';
 
-const SESSION_TIMEOUT_MS = 30 * 60 * 1000;
 const newSessionId = () => uuidv7();
 const QUOTA_TTL_S = 40 * 86_400;
+/** Client event ids are remembered this long; a replay within it is stored once. */
+const EVENT_ID_MEMORY_MS = 8 * 86_400_000;
 
 export interface PipelineDeps {
   directory: IngestDirectory;
   stores: Stores;
   trackLimiter: RateLimiter;
+  /** Keyless tracking per (site, client address). */
+  anonymousLimiter: RateLimiter;
+  anonymousLimitMessage: string;
   geo: Geo;
   parseUserAgent: ReturnType<typeof createUserAgentParser>;
   visitorId: ReturnType<typeof createVisitorIds>;
@@ -83,6 +91,13 @@ export function serializeRow(row: Pick<EventRow, 'site_id'> & Partial<EventRow>)
       line += `,"${key}":${NEEDS_ESCAPE.test(value) ? JSON.stringify(value) : `"${value}"`}`;
     }
   }
+  // A vital of 0 (a page without layout shifts) is a measurement, not a default: kept.
+  if (row.type === 'performance') {
+    for (const vital of WEB_VITALS) {
+      const value = row[vital];
+      if (typeof value === 'number') line += `,"${vital}":${value}`;
+    }
+  }
   return `${line}}\n`;
 }
 
@@ -127,16 +142,51 @@ const ROW_COLUMNS = [
   'screen_height',
 ] as const satisfies readonly Exclude<keyof StoredEvent, 'site_id'>[];
 
-export type Outcome =
-  | { kind: 'store'; row: EventRow }
-  | { kind: 'skip'; reason: 'excluded_ip' | 'excluded_country' | 'outbound_disabled' };
+export type SkipReason = 'excluded_ip' | 'excluded_country' | `${EventType}_disabled`;
 
-/** Step 3: properties must be a JSON object; returns it, or throws INVALID_PROPERTIES. */
+export type Outcome = { kind: 'store'; row: EventRow } | { kind: 'skip'; reason: SkipReason };
+
+/** The site setting that turns each optional event type on. */
+const FEATURE_OF: Partial<Record<EventType, keyof SiteConfig>> = {
+  outbound: 'trackOutbound',
+  error: 'trackErrors',
+  performance: 'webVitals',
+  button_click: 'trackButtonClicks',
+  copy: 'trackCopy',
+  form_submit: 'trackFormInteractions',
+  input_change: 'trackFormInteractions',
+};
+
+/** Step 7's exclusions: the site's excluded addresses and countries. */
+export function excludedBy(
+  site: TrackedSite,
+  ip: string,
+  location: Location,
+): 'excluded_ip' | 'excluded_country' | undefined {
+  if (ip && site.isExcludedIp(ip)) return 'excluded_ip';
+  if (location.country && site.excludedCountries.has(location.country)) return 'excluded_country';
+  return undefined;
+}
+
+/** True when the site's configuration turns this event type off. */
+export function isTypeDisabled(site: TrackedSite, type: EventType): boolean {
+  const feature = FEATURE_OF[type];
+  return feature !== undefined && site.record[feature] === false;
+}
+
+/** Step 3 for one event: its properties, with the bounds of autocaptured ones checked. */
+export function eventProperties(payload: Pick<TrackPayload, 'type' | 'properties'>): Record<string, unknown> {
+  const properties = parseProperties(payload.properties);
+  checkAutocaptureProperties(payload.type, properties);
+  return properties;
+}
+
+/** Step 3: properties must be a JSON object; returns it (storable), or throws INVALID_PROPERTIES. */
 export function parseProperties(text: string | undefined): Record<string, unknown> {
   if (text === undefined || text === '') return {};
   let value: unknown;
   try {
-    value = JSON.parse(text);
+    value = parseStorableJson(text);
   } catch {
     throw new ApiError('INVALID_PROPERTIES', 'JSON parsing error', {
       formErrors: ['properties is not valid JSON'],
@@ -162,21 +212,8 @@ export async function authenticate(deps: PipelineDeps, key: string, now: Date): 
   if (!record || !isKeyUsable(record, now)) throw new ApiError('INVALID_API_KEY', 'Invalid API key');
   deps.directory.keyUsed(record, now);
   const rateLimit = await deps.trackLimiter.hit(record.id, now.getTime());
-  if (!rateLimit.allowed) {
-    throw new ApiError('RATE_LIMITED', deps.rateLimitMessage, undefined, {
-      'Retry-After': String(rateLimit.resetSeconds),
-      ...rateLimitHeaders(rateLimit),
-    });
-  }
+  if (!rateLimit.allowed) throw rateLimited(rateLimit, deps.rateLimitMessage);
   return { keyId: record.id, userId: record.userId, rateLimit };
-}
-
-export function rateLimitHeaders(r: RateLimitResult): Record<string, string> {
-  return {
-    'RateLimit-Limit': String(r.limit),
-    'RateLimit-Remaining': String(r.remaining),
-    'RateLimit-Reset': String(r.resetSeconds),
-  };
 }
 
 export async function authorizeSite(
@@ -188,13 +225,20 @@ export async function authorizeSite(
   if (!role) throw new ApiError('ACCESS_DENIED', 'Access denied');
 }
 
-/** Step 6: what a keyless (browser) request must pass. */
-export function checkAnonymous(
+/**
+ * Step 6: what a keyless (browser) request must pass. First a budget per site and client
+ * address (the connection's, or the proxy's X-Forwarded-For entry; never the body's
+ * `ip_address`, which the sender chooses), so one script cannot spend a site's monthly quota.
+ */
+export async function checkAnonymous(
   deps: PipelineDeps,
   site: TrackedSite,
   userAgent: string,
   info: RequestInfo,
-): void {
+  nowMs: number,
+): Promise<void> {
+  const budget = await deps.anonymousLimiter.hit(`${site.record.siteId}:${info.clientIp}`, nowMs);
+  if (!budget.allowed) throw rateLimited(budget, deps.anonymousLimitMessage);
   if (site.record.blockBots && deps.parseUserAgent(userAgent).isBot)
     throw new ApiError('BOT_DETECTED', 'Bot detected');
   const source = info.origin ?? info.referer;
@@ -221,14 +265,57 @@ export async function processEvent(
   const userAgent = payload.user_agent ?? info.userAgent;
   const record = site.record;
   const location = deps.geo.lookup(ip);
-  if (ip && site.isExcludedIp(ip)) return { kind: 'skip', reason: 'excluded_ip' };
-  if (location.country && site.excludedCountries.has(location.country))
-    return { kind: 'skip', reason: 'excluded_country' };
-  if (payload.type === 'outbound' && !record.trackOutbound)
-    return { kind: 'skip', reason: 'outbound_disabled' };
+  const exclusion = excludedBy(site, ip, location);
+  if (exclusion) return { kind: 'skip', reason: exclusion };
+  if (isTypeDisabled(site, payload.type)) return { kind: 'skip', reason: `${payload.type}_disabled` };
 
   await consumeQuota(deps, site, payload.type, at.now);
+  try {
+    return {
+      kind: 'store',
+      row: await buildRow(deps, site, payload, properties, { ip, userAgent, location }, at),
+    };
+  } catch (err) {
+    // Counted but not stored: a retry must find the quota as it was.
+    if (payload.type === 'pageview') {
+      await deps.stores.quota.consume(quotaKey(record.siteId, at.now), 0, -1, QUOTA_TTL_S).catch(() => {});
+    }
+    throw err;
+  }
+}
 
+/** The anonymous visitor id (SPEC section 6), daily rotating for sites with `saltUserIds`. */
+export function visitorIdOf(
+  deps: PipelineDeps,
+  site: TrackedSite,
+  ip: string,
+  userAgent: string,
+  now: Date,
+): string {
+  const record = site.record;
+  return deps.visitorId({
+    siteId: record.siteId,
+    ip,
+    userAgent,
+    saltDay: record.saltUserIds ? utcDayKey(now) : undefined,
+  });
+}
+
+/** The visitor's live session (created or extended): every event type, and replay batches. */
+export function touchSession(deps: PipelineDeps, siteId: number, userId: string): Promise<string> {
+  return deps.stores.sessions.touch(`${siteId}:${userId}`, newSessionId, SESSION_TIMEOUT_MS);
+}
+
+/** Step 9: enrichment, identity and session of an event that passed every check. */
+async function buildRow(
+  deps: PipelineDeps,
+  site: TrackedSite,
+  payload: TrackPayload,
+  properties: Record<string, unknown>,
+  { ip, userAgent, location }: { ip: string; userAgent: string; location: Location },
+  at: { now: Date; timestamp?: Date; eventId?: string },
+): Promise<EventRow> {
+  const record = site.record;
   const ua = deps.parseUserAgent(userAgent, payload.screenWidth);
   const hostname = payload.hostname ?? '';
   const sentReferrer = payload.referrer ?? '';
@@ -236,65 +323,69 @@ export async function processEvent(
   const referrer = storedReferrer(sentReferrer, hostname, record.domain, referrerHost);
   const querystring = payload.querystring ?? '';
   const { utm, params } = parseQuery(querystring);
-  const userId = deps.visitorId({
-    siteId: record.siteId,
-    ip,
-    userAgent,
-    saltDay: record.saltUserIds ? utcDayKey(at.now) : undefined,
-  });
-  const sessionId = await deps.stores.sessions.touch(
-    `${record.siteId}:${userId}`,
-    newSessionId,
-    SESSION_TIMEOUT_MS,
-  );
+  const userId = visitorIdOf(deps, site, ip, userAgent, at.now);
+  // A backdated event gets its session from its batch (assignBackdatedSessions), not from the
+  // visitor's live session, which it would otherwise extend across days.
+  const sessionId = isBackdated(at.timestamp, at.now) ? '' : await touchSession(deps, record.siteId, userId);
 
   const props: Record<string, string> = {};
   for (const [k, v] of Object.entries(properties)) props[k] = typeof v === 'string' ? v : JSON.stringify(v);
 
   return {
-    kind: 'store',
-    row: {
-      site_id: record.siteId,
-      timestamp: toClickHouseDateTime(at.timestamp ?? at.now),
-      event_id: at.eventId ?? uuidv7(),
-      type: payload.type,
-      event_name: payload.type === 'pageview' ? '' : (payload.event_name ?? ''),
-      properties: JSON.stringify(properties),
-      props,
-      session_id: sessionId,
-      user_id: userId,
-      identified_user_id: payload.user_id ?? '',
-      pathname: payload.pathname ?? '',
-      querystring: record.trackUrlParams ? querystring : '',
-      hostname,
-      page_title: payload.page_title ?? '',
-      referrer,
-      channel: classifyChannel({ referrer, referrerHost: referrer ? referrerHost : '', utm, params }),
-      utm_source: utm.source,
-      utm_medium: utm.medium,
-      utm_campaign: utm.campaign,
-      utm_term: utm.term,
-      utm_content: utm.content,
-      browser: ua.browser,
-      browser_version: ua.browser_version,
-      operating_system: ua.operating_system,
-      operating_system_version: ua.operating_system_version,
-      device_type: ua.device_type,
-      language: payload.language ?? '',
-      country: location.country,
-      region: location.region,
-      city: location.city,
-      lat: location.lat,
-      lon: location.lon,
-      screen_width: payload.screenWidth ?? 0,
-      screen_height: payload.screenHeight ?? 0,
-    },
+    site_id: record.siteId,
+    timestamp: toClickHouseDateTime(at.timestamp ?? at.now),
+    event_id: at.eventId ?? uuidv7(),
+    type: payload.type,
+    event_name: eventName(payload),
+    properties: JSON.stringify(properties),
+    props,
+    session_id: sessionId,
+    user_id: userId,
+    identified_user_id: payload.user_id ?? '',
+    pathname: payload.pathname ?? '',
+    querystring: record.trackUrlParams ? querystring : '',
+    hostname,
+    page_title: payload.page_title ?? '',
+    referrer,
+    channel: classifyChannel({ referrer, referrerHost: referrer ? referrerHost : '', utm, params }),
+    utm_source: utm.source,
+    utm_medium: utm.medium,
+    utm_campaign: utm.campaign,
+    utm_term: utm.term,
+    utm_content: utm.content,
+    browser: ua.browser,
+    browser_version: ua.browser_version,
+    operating_system: ua.operating_system,
+    operating_system_version: ua.operating_system_version,
+    device_type: ua.device_type,
+    language: payload.language ?? '',
+    country: location.country,
+    region: location.region,
+    city: location.city,
+    lat: location.lat,
+    lon: location.lon,
+    screen_width: payload.screenWidth ?? 0,
+    screen_height: payload.screenHeight ?? 0,
+    ...(payload.type === 'performance' ? vitalsOf(payload) : {}),
   };
 }
 
+/** Pageviews have no name; web-vitals reports are named as the browser client names them. */
+function eventName(payload: TrackPayload): string {
+  if (payload.type === 'pageview') return '';
+  return payload.event_name ?? (payload.type === 'performance' ? 'web-vitals' : '');
+}
+
+function vitalsOf(payload: TrackPayload): Pick<EventRow, (typeof WEB_VITALS)[number]> {
+  return { lcp: payload.lcp, cls: payload.cls, inp: payload.inp, fcp: payload.fcp, ttfb: payload.ttfb };
+}
+
+const quotaKey = (siteId: number, now: Date) => `${siteId}:${utcMonthKey(now)}`;
+
 /**
- * Step 8, with step 10's bound checked first so a pageview is never counted and then refused.
- * Pageviews are counted; other events only check that the site is under its limit.
+ * Step 8, with step 10's bound checked first so a pageview is never counted and then refused
+ * (the writer reports itself full while its disk fails, too). Pageviews are counted; other
+ * events only check that the site is under its limit.
  */
 async function consumeQuota(
   deps: PipelineDeps,
@@ -303,15 +394,58 @@ async function consumeQuota(
   now: Date,
 ): Promise<void> {
   if (deps.writerFull()) throw overloaded();
+  await chargeMonthlyQuota(deps, site, type === 'pageview' ? 1 : 0, now);
+}
+
+/**
+ * Counts `amount` pageviews against the site's monthly limit (0: checks that it is under it),
+ * or throws 429 OVER_MONTHLY_LIMIT.
+ */
+export async function chargeMonthlyQuota(
+  deps: PipelineDeps,
+  site: TrackedSite,
+  amount: number,
+  now: Date,
+): Promise<void> {
   const limit = site.record.monthlyPageviewLimit ?? deps.monthlyPageviewLimit;
-  if (limit === 0 && type !== 'pageview') return;
-  const key = `${site.record.siteId}:${utcMonthKey(now)}`;
-  const result = await deps.stores.quota.consume(key, limit, type === 'pageview' ? 1 : 0, QUOTA_TTL_S);
+  if (limit === 0 && amount === 0) return;
+  const result = await deps.stores.quota.consume(
+    quotaKey(site.record.siteId, now),
+    limit,
+    amount,
+    QUOTA_TTL_S,
+  );
   if (!result.allowed) {
     throw new ApiError('OVER_MONTHLY_LIMIT', 'Over monthly limit', undefined, {
       'Retry-After': String(secondsUntil(startOfNextUtcMonth(now), now)),
     });
   }
+}
+
+/**
+ * Gives back what rows that were counted but not stored took from their sites' monthly quotas
+ * (the write failed after counting). Best effort: a failure here is logged by the caller.
+ */
+export async function refundQuota(deps: PipelineDeps, rows: readonly EventRow[], now: Date): Promise<void> {
+  const perSite = new Map<number, number>();
+  for (const r of rows) if (r.type === 'pageview') perSite.set(r.site_id, (perSite.get(r.site_id) ?? 0) + 1);
+  await Promise.all(
+    [...perSite].map(([siteId, n]) => deps.stores.quota.consume(quotaKey(siteId, now), 0, -n, QUOTA_TTL_S)),
+  );
+}
+
+/**
+ * Claims a client-chosen event id for a site, so a retried request stores its event once.
+ * Returns the claim to release if the event ends up not stored, or `duplicate` when the id was
+ * claimed before.
+ */
+export async function claimEventId(
+  deps: PipelineDeps,
+  siteId: number,
+  eventId: string,
+): Promise<{ claim: string } | 'duplicate'> {
+  const claim = `${siteId}:${eventId.toLowerCase()}`;
+  return (await deps.stores.once.claim(claim, EVENT_ID_MEMORY_MS)) ? { claim } : 'duplicate';
 }
 
 export function overloaded(): ApiError {

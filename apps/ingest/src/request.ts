@@ -1,13 +1,15 @@
 import type { IncomingMessage } from 'node:http';
-import { isIP } from 'node:net';
-import { getConnInfo } from '@hono/node-server/conninfo';
-import { ApiError, bearerToken, validationError } from '@trackhouse/core';
+import { ApiError, bearerToken, clientAddress, parseStorableJson, validationError } from '@trackhouse/core';
 import type { Context } from 'hono';
 import type { z } from 'zod';
 import type { RequestInfo } from './pipeline';
 
 export const TRACK_BODY_LIMIT = 64 * 1024;
 export const BATCH_BODY_LIMIT = 1024 * 1024;
+/** rrweb batches carry DOM snapshots: a page's full snapshot fits, a runaway recorder does not. */
+export const REPLAY_BODY_LIMIT = 2 * 1024 * 1024;
+/** The longest user agent kept, from the body or the header (SPEC section 6). */
+export const MAX_USER_AGENT = 512;
 
 function payloadTooLarge(): ApiError {
   return new ApiError('PAYLOAD_TOO_LARGE', 'Payload too large');
@@ -46,11 +48,15 @@ async function readBody(c: Context, limit: number): Promise<string> {
   });
 }
 
-/** The body as JSON whatever its Content-Type: browser beacons send `text/plain`. */
+/**
+ * The body as JSON whatever its Content-Type (browser beacons send `text/plain`), every string
+ * in it storable: bytes that are not UTF-8 were decoded to U+FFFD, and escapes of lone
+ * surrogates or NUL become U+FFFD too (docs/decisions.md).
+ */
 export async function readJson(c: Context, limit: number): Promise<unknown> {
   const text = await readBody(c, limit);
   try {
-    return JSON.parse(text);
+    return parseStorableJson(text);
   } catch {
     throw new ApiError('INVALID_JSON', 'Request body is not valid JSON');
   }
@@ -62,25 +68,25 @@ export function parseWith<S extends z.ZodType>(schema: S, value: unknown): z.out
   return result.data;
 }
 
-function clientAddress(c: Context, trustProxy: boolean): string {
-  if (trustProxy) {
-    const forwarded = c.req.header('x-forwarded-for')?.split(',')[0]?.trim();
-    if (forwarded && isIP(forwarded)) return forwarded;
-  }
-  try {
-    return getConnInfo(c).remote.address ?? '';
-  } catch {
-    // Requests built in-process (tests) have no socket.
-    return '';
-  }
-}
-
-export function requestInfo(c: Context, trustProxy: boolean, bodyKey: string | undefined): RequestInfo {
+export function requestInfo(c: Context, trustedProxyHops: number, bodyKey: string | undefined): RequestInfo {
   return {
-    clientIp: clientAddress(c, trustProxy),
-    userAgent: c.req.header('user-agent') ?? '',
+    clientIp: clientAddress(c, trustedProxyHops),
+    // The same bound as the body's user_agent: parsed agents are cached by this text.
+    userAgent: c.req.header('user-agent')?.slice(0, MAX_USER_AGENT) ?? '',
     origin: c.req.header('origin'),
     referer: c.req.header('referer'),
     apiKey: bearerToken(c) ?? (bodyKey || undefined),
   };
+}
+
+/** A `:siteId` path parameter: a positive int4, else 400 INVALID_PARAMS. */
+export function siteIdParam(c: Context): number {
+  const raw = c.req.param('siteId') ?? '';
+  if (!/^[1-9]\d{0,9}$/.test(raw) || Number(raw) > 2_147_483_647) {
+    throw new ApiError('INVALID_PARAMS', 'siteId must be a positive integer', {
+      fieldErrors: { siteId: ['must be a positive integer'] },
+      formErrors: [],
+    });
+  }
+  return Number(raw);
 }

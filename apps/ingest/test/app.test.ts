@@ -1,4 +1,4 @@
-import { createLogger } from '@trackhouse/core';
+import { createLogger, loadConfig } from '@trackhouse/core';
 import { Registry } from 'prom-client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createApp as createQueryApp } from '../../query/src';
@@ -30,7 +30,7 @@ const builders = {
       ch: h.ch,
       stores: h.deps.stores,
       readiness,
-      settings: { QUERY_RATE_LIMIT_MAX: 6000, QUERY_RATE_LIMIT_WINDOW_S: 600 },
+      settings: loadConfig({}),
     }),
 };
 

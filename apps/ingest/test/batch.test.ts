@@ -18,7 +18,7 @@ const batch = (body: unknown, key?: string) =>
 
 describe('POST /api/track/batch', () => {
   it('stores valid items, reports invalid ones by index, and honours client timestamps and event ids', async () => {
-    const s = await h.site();
+    const s = await h.site({ trackErrors: true });
     const other = await h.site();
     const past = new Date(Date.now() - 3 * 86_400_000).toISOString();
     const eventId = '01900000-0000-7000-8000-0000000000aa';
@@ -104,5 +104,38 @@ describe('POST /api/track/batch', () => {
       t.apiKey,
     );
     expect(huge.status).toBe(413);
+  });
+
+  it('gives backdated events sessions that follow their own timestamps, apart from the live session', async () => {
+    const s = await h.site();
+    const visitor = { ip_address: '8.8.4.4', user_agent: 'Mozilla/5.0 (X11; Linux x86_64) Firefox/130.0' };
+    const day = Date.now() - 3 * 86_400_000;
+    const at = (minutes: number) => new Date(day + minutes * 60_000).toISOString();
+    const events = [
+      // Two visits three days ago (a 40-minute gap between them), one the day after, one live event.
+      ...[0, 10, 25, 65, 70].map((m) => ({
+        ...visitor,
+        site_id: s.siteId,
+        pathname: `/m${m}`,
+        timestamp: at(m),
+      })),
+      { ...visitor, site_id: s.siteId, pathname: '/m1440', timestamp: at(1440) },
+      { ...visitor, site_id: s.siteId, pathname: '/live' },
+      { ip_address: '1.1.1.1', site_id: s.siteId, pathname: '/other', timestamp: at(5) },
+    ];
+    const res = await batch({ events: [...events].reverse() }, s.apiKey);
+    expect(await res.json()).toMatchObject({ accepted: events.length, rejected: 0 });
+    const live = await batch({ events: [{ ...visitor, site_id: s.siteId, pathname: '/live2' }] }, s.apiKey);
+    expect(live.status).toBe(200);
+    await h.flush();
+    const rows = await h.rows<{ pathname: string; session_id: string }>(s.siteId);
+    const session = (path: string) => rows.find((r) => r.pathname === path)!.session_id;
+    const groups = [['/m0', '/m10', '/m25'], ['/m65', '/m70'], ['/m1440'], ['/live', '/live2'], ['/other']];
+    for (const group of groups) expect(new Set(group.map(session)).size).toBe(1);
+    expect(new Set(groups.map((g) => session(g[0]!))).size).toBe(groups.length);
+    // Each backdated session's id carries the time of its first event (the rollup partitions by it).
+    const v7Time = (id: string) => Number.parseInt(id.replace(/-/g, '').slice(0, 12), 16);
+    expect(v7Time(session('/m0'))).toBe(Date.parse(at(0)));
+    expect(v7Time(session('/m65'))).toBe(Date.parse(at(65)));
   });
 });

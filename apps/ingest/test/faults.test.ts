@@ -1,3 +1,6 @@
+import { randomUUID } from 'node:crypto';
+import { mkdir, rm, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createHarness, type Harness } from './harness';
 
@@ -55,6 +58,48 @@ describe('ingest under faults', () => {
     );
     expect(count).toEqual({ rows: acknowledged, distinct: acknowledged });
   }, 60_000);
+
+  it('answers 503 OVERLOADED (never a 500) while the buffer directory cannot be written, then recovers and stores what it acknowledged once', async () => {
+    const h = await createHarness({ ch: base.ch });
+    cleanups.push(h.close);
+    const s = await h.site();
+    const settings = h.deps.settings as typeof h.deps.settings & { INGEST_BUFFER_DIR: string };
+    const slot = join(settings.INGEST_BUFFER_DIR, 'slot-0');
+    // Harnesses share the engine and number their sites alike: this test's rows carry a tag.
+    const tag = randomUUID();
+    const send = async (pathname: string) => {
+      const res = await h.app.request('/api/track', {
+        method: 'POST',
+        headers: { authorization: `Bearer ${s.apiKey}` },
+        body: JSON.stringify({ site_id: s.siteId, pathname: `/${tag}${pathname}` }),
+      });
+      return { status: res.status, body: await res.json(), retryAfter: res.headers.get('retry-after') };
+    };
+    expect((await send('/before')).status).toBe(200);
+    await h.flush();
+
+    // The buffer's path turns into a regular file: no segment can be created there.
+    await rm(slot, { recursive: true });
+    await writeFile(slot, '');
+    for (const path of ['/refused-1', '/refused-2', '/refused-3']) {
+      const res = await send(path);
+      expect(res).toMatchObject({ status: 503, body: { success: false, code: 'OVERLOADED' } });
+      expect(Number(res.retryAfter)).toBeGreaterThan(0);
+    }
+    expect(h.deps.writer.isFull()).toBe(true);
+    const metrics = await (await h.app.request('/metrics')).text();
+    expect(metrics).toMatch(/trackhouse_ingest_buffer_unwritable 1\b/);
+
+    await rm(slot);
+    await mkdir(slot);
+    const deadline = Date.now() + 10_000;
+    while (h.deps.writer.isFull() && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
+    expect((await send('/after')).status).toBe(200);
+    await h.flush();
+    const rows = await h.rows<{ pathname: string }>(s.siteId);
+    const mine = rows.map((r) => r.pathname).filter((p) => p.startsWith(`/${tag}/`));
+    expect(mine.sort()).toEqual([`/${tag}/after`, `/${tag}/before`]);
+  }, 30_000);
 
   it('keeps tracking when Redis is unreachable, enforcing limits per process (documented fallback)', async () => {
     const h = await createHarness({

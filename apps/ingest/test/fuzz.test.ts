@@ -6,7 +6,14 @@ let h: Harness;
 let site: { siteId: number; apiKey: string };
 beforeAll(async () => {
   h = await createHarness({ env: { TRACK_RATE_LIMIT_MAX: '100000' } });
-  site = await h.site({ blockBots: false });
+  site = await h.site({
+    blockBots: false,
+    trackErrors: true,
+    webVitals: true,
+    trackButtonClicks: true,
+    trackCopy: true,
+    trackFormInteractions: true,
+  });
 });
 afterAll(async () => {
   await h.close();
@@ -27,7 +34,18 @@ const fieldValue = (name: string) => {
       return fc.oneof(fc.constant(site.siteId), fc.constant(String(site.siteId)), anyValue);
     case 'type':
       return fc.oneof(
-        fc.constantFrom('pageview', 'custom_event', 'outbound', 'error', 'performance', ''),
+        fc.constantFrom(
+          'pageview',
+          'custom_event',
+          'outbound',
+          'error',
+          'performance',
+          'button_click',
+          'copy',
+          'form_submit',
+          'input_change',
+          '',
+        ),
         anyValue,
       );
     case 'properties':
@@ -37,6 +55,9 @@ const fieldValue = (name: string) => {
     case 'screenWidth':
     case 'screenHeight':
       return fc.oneof(fc.integer({ min: -5, max: 70000 }), anyValue);
+    case 'lcp':
+    case 'cls':
+      return fc.oneof(fc.double({ min: -10, max: 700_000 }), anyValue);
     default:
       return fc.oneof(fc.string({ maxLength: 300 }), fc.string({ unit: 'binary', maxLength: 20 }), anyValue);
   }
@@ -58,6 +79,8 @@ const FIELDS = [
   'event_name',
   'properties',
   'api_key',
+  'lcp',
+  'cls',
   'extra',
 ];
 const payload = fc

@@ -22,7 +22,7 @@ export interface Harness {
   site(
     config?: Partial<SiteConfig> & { domain?: string },
   ): Promise<{ siteId: number; apiKey: string; organizationId: string; userId: string }>;
-  /** Sends everything buffered to ClickHouse now (the app keeps running). */
+  /** Sends everything buffered (every table) to ClickHouse now (the app keeps running). */
   flush(): Promise<void>;
   rows<T = Record<string, unknown>>(siteId: number): Promise<T[]>;
   close(): Promise<void>;
@@ -74,7 +74,7 @@ export async function createHarness(
       return { siteId: site.siteId, apiKey: key, organizationId: org.id, userId: user.id };
     },
     async flush() {
-      await ingest.writer.drain();
+      await ingest.writers.drain();
     },
     rows: (siteId) =>
       chHandle.ch.query(

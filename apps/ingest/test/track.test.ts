@@ -208,7 +208,7 @@ describe('POST /api/track: rejections, in pipeline order', () => {
     }
     await expectError(await track({ site_id: 'abc' }), 400, 'INVALID_PAYLOAD');
     await expectError(await track({ site_id: s.siteId, ip_address: '999.1.1.1' }), 400, 'INVALID_PAYLOAD');
-    await expectError(await track({ site_id: s.siteId, type: 'performance' }), 400, 'INVALID_PAYLOAD');
+    await expectError(await track({ site_id: s.siteId, type: 'heartbeat' }), 400, 'INVALID_PAYLOAD');
   });
 
   it('400 INVALID_PROPERTIES for properties that are not a JSON object', async () => {
@@ -443,7 +443,7 @@ describe('CORS and tracking config', () => {
     expect(err.headers.get('access-control-allow-origin')).toBe('https://site.test');
   });
 
-  it('serves the tracking config of a site; 404 for an unknown one, 400 for a malformed id', async () => {
+  it('serves the tracking config of a site (defaults as the browser client ships them); 404 for an unknown one, 400 for a malformed id', async () => {
     const s = await h.site({ trackOutbound: false, trackUrlParams: true });
     const res = await h.app.request(`/api/site/tracking-config/${s.siteId}`, {
       headers: { origin: 'https://a.test' },
@@ -455,13 +455,27 @@ describe('CORS and tracking config', () => {
       trackSpaNavigation: true,
       trackOutbound: false,
       trackUrlParams: true,
-      trackErrors: true,
+      trackErrors: false,
       webVitals: false,
       sessionReplay: false,
       trackButtonClicks: false,
       trackCopy: false,
       trackFormInteractions: false,
     });
+    const flipped = {
+      trackInitialPageView: false,
+      trackSpaNavigation: false,
+      trackOutbound: true,
+      trackUrlParams: false,
+      trackErrors: true,
+      webVitals: true,
+      sessionReplay: true,
+      trackButtonClicks: true,
+      trackCopy: true,
+      trackFormInteractions: true,
+    };
+    const all = await h.site(flipped);
+    expect(await (await h.app.request(`/api/site/tracking-config/${all.siteId}`)).json()).toEqual(flipped);
     await expectError(await h.app.request('/api/site/tracking-config/424242'), 404, 'SITE_NOT_FOUND');
     await expectError(await h.app.request('/api/site/tracking-config/abc'), 400, 'INVALID_PARAMS');
   });

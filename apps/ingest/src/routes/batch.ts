@@ -1,27 +1,26 @@
 import { ApiError, type HttpEnv } from '@trackhouse/core';
+import { rateLimitHeaders } from '@trackhouse/limits';
 import type { Hono } from 'hono';
+import { assignBackdatedSessions } from '../backdated';
 import {
   authenticate,
   authorizeSite,
   type Credentials,
+  claimEventId,
   type EventRow,
+  eventProperties,
   loadSite,
-  overloaded,
-  parseProperties,
   processEvent,
   type RequestInfo,
-  rateLimitHeaders,
   serializeRow,
 } from '../pipeline';
 import { BATCH_BODY_LIMIT, parseWith, readJson, requestInfo } from '../request';
 import { batchEnvelopeSchema, batchItemSchema } from '../schemas';
-import { OverloadedError } from '../writer/writer';
 import type { IngestContext } from './context';
+import { refund, releaseClaims, store } from './store';
 
 const MAX_AGE_MS = 7 * 86_400_000;
 const MAX_AHEAD_MS = 5 * 60_000;
-/** Client event ids are remembered this long; a replay within it is stored once. */
-const EVENT_ID_MEMORY_MS = 8 * 86_400_000;
 
 export interface ItemResult {
   index: number;
@@ -33,34 +32,44 @@ export interface ItemResult {
   reason?: string;
 }
 
-/** POST /api/track/batch: 1..1000 events, one rate-limit hit, per-item results, one fsync. */
+interface ItemOutcome {
+  result: ItemResult;
+  row?: EventRow;
+  claim?: string;
+}
+
+/**
+ * POST /api/track/batch: 1..1000 events, one rate-limit hit, per-item results, one fsync.
+ * Invalid items are reported, not fatal. An internal failure of any item fails the whole
+ * request (5xx) with nothing stored, nothing counted and every event-id claim released, so the
+ * client's retry of the same batch stores each event once.
+ */
 export function mountBatch(app: Hono<HttpEnv>, ctx: IngestContext): void {
   app.post('/api/track/batch', async (c) => {
     const now = new Date();
     const envelope = parseWith(batchEnvelopeSchema, await readJson(c, BATCH_BODY_LIMIT));
-    const info = requestInfo(c, ctx.trustProxy, envelope.api_key);
+    const info = requestInfo(c, ctx.trustedProxyHops, envelope.api_key);
     if (!info.apiKey) throw new ApiError('MISSING_API_KEY', 'An API key is required for batch tracking');
     const creds = await authenticate(ctx.pipeline, info.apiKey, now);
     for (const [k, v] of Object.entries(rateLimitHeaders(creds.rateLimit))) c.header(k, v);
 
-    const outcomes = await Promise.all(
+    const settled = await Promise.allSettled(
       envelope.events.map((raw, index) => processItem(ctx, creds, info, raw, index, now)),
     );
-    let lines = '';
-    let rows = 0;
-    for (const o of outcomes) {
-      if (!o.row) continue;
-      lines += serializeRow(o.row);
-      rows++;
-    }
-    if (rows > 0) {
-      try {
-        await ctx.writer.append(lines, rows);
-      } catch (err) {
-        await Promise.all(outcomes.map((o) => o.claimed && ctx.pipeline.stores.once.release(o.claimed)));
-        if (err instanceof OverloadedError) throw overloaded();
-        throw err;
+    const outcomes = settled.flatMap((s) => (s.status === 'fulfilled' ? [s.value] : []));
+    const claims = outcomes.flatMap((o) => (o.claim ? [o.claim] : []));
+    const rows = outcomes.flatMap((o) => (o.row ? [o.row] : []));
+    try {
+      const failed = settled.find((s) => s.status === 'rejected');
+      if (failed) {
+        await refund(ctx, rows, now);
+        throw failed.reason;
       }
+      assignBackdatedSessions(rows);
+      if (rows.length > 0) await store(ctx, rows, rows.map(serializeRow).join(''), now);
+    } catch (err) {
+      await releaseClaims(ctx, claims);
+      throw err;
     }
     const results = outcomes.map((o) => o.result);
     const rejected = results.filter((r) => !r.success).length;
@@ -75,8 +84,8 @@ async function processItem(
   raw: unknown,
   index: number,
   now: Date,
-): Promise<{ result: ItemResult; row?: EventRow; claimed?: string }> {
-  let claimed: string | undefined;
+): Promise<ItemOutcome> {
+  let claim: string | undefined;
   try {
     const item = parseWith(batchItemSchema, raw);
     const timestamp = item.timestamp === undefined ? undefined : new Date(item.timestamp);
@@ -89,15 +98,15 @@ async function processItem(
         formErrors: [],
       });
     }
-    const properties = parseProperties(item.properties);
+    const properties = eventProperties(item);
     const site = await loadSite(ctx.pipeline, item.site_id);
     await authorizeSite(ctx.pipeline, creds, site);
     if (item.event_id) {
-      const key = `${site.record.siteId}:${item.event_id.toLowerCase()}`;
-      if (!(await ctx.pipeline.stores.once.claim(key, EVENT_ID_MEMORY_MS))) {
+      const claimed = await claimEventId(ctx.pipeline, site.record.siteId, item.event_id);
+      if (claimed === 'duplicate') {
         return { result: { index, success: true, tracked: false, reason: 'duplicate_event_id' } };
       }
-      claimed = key;
+      claim = claimed.claim;
     }
     const outcome = await processEvent(ctx.pipeline, site, item, properties, info, {
       now,
@@ -105,12 +114,12 @@ async function processItem(
       eventId: item.event_id?.toLowerCase(),
     });
     if (outcome.kind === 'skip') {
-      if (claimed) await ctx.pipeline.stores.once.release(claimed);
+      await releaseClaims(ctx, claim ? [claim] : []);
       return { result: { index, success: true, tracked: false, reason: outcome.reason } };
     }
-    return { result: { index, success: true }, row: outcome.row, claimed };
+    return { result: { index, success: true }, row: outcome.row, claim };
   } catch (err) {
-    if (claimed) await ctx.pipeline.stores.once.release(claimed);
+    await releaseClaims(ctx, claim ? [claim] : []);
     if (!(err instanceof ApiError)) throw err;
     const result: ItemResult = { index, success: false, error: err.message, code: err.code };
     if (err.details) result.details = err.details;

@@ -1,20 +1,11 @@
 import type { HttpEnv } from '@trackhouse/core';
 import type { Hono } from 'hono';
-import {
-  authenticate,
-  authorizeSite,
-  checkAnonymous,
-  loadSite,
-  overloaded,
-  parseProperties,
-  processEvent,
-  rateLimitHeaders,
-  serializeRow,
-} from '../pipeline';
-import { parseWith, readJson, requestInfo, TRACK_BODY_LIMIT } from '../request';
+import { claimEventId, eventProperties, processEvent, serializeRow } from '../pipeline';
+import { parseWith, readJson, TRACK_BODY_LIMIT } from '../request';
 import { trackPayloadSchema } from '../schemas';
-import { OverloadedError } from '../writer/writer';
+import { admit } from './admit';
 import type { IngestContext } from './context';
+import { releaseClaims, store } from './store';
 
 const SUCCESS = JSON.stringify({ success: true });
 const JSON_HEADERS = { 'Content-Type': 'application/json' };
@@ -25,23 +16,33 @@ export function mountTrack(app: Hono<HttpEnv>, ctx: IngestContext): void {
     const now = new Date();
     const body = await readJson(c, TRACK_BODY_LIMIT);
     const payload = parseWith(trackPayloadSchema, body);
-    const properties = parseProperties(payload.properties);
-    const site = await loadSite(ctx.pipeline, payload.site_id);
-    const info = requestInfo(c, ctx.trustProxy, payload.api_key);
-    const userAgent = payload.user_agent ?? info.userAgent;
-    if (info.apiKey) {
-      const creds = await authenticate(ctx.pipeline, info.apiKey, now);
-      for (const [k, v] of Object.entries(rateLimitHeaders(creds.rateLimit))) c.header(k, v);
-      await authorizeSite(ctx.pipeline, creds, site);
-    } else {
-      checkAnonymous(ctx.pipeline, site, userAgent, info);
-    }
-    const outcome = await processEvent(ctx.pipeline, site, payload, properties, info, { now });
-    if (outcome.kind === 'skip') return c.json({ success: true, tracked: false, reason: outcome.reason });
+    const properties = eventProperties(payload);
+    const { site, info } = await admit(
+      ctx,
+      c,
+      payload.site_id,
+      { apiKey: payload.api_key, userAgent: payload.user_agent },
+      now,
+    );
+    const claimed = payload.event_id
+      ? await claimEventId(ctx.pipeline, site.record.siteId, payload.event_id)
+      : undefined;
+    if (claimed === 'duplicate')
+      return c.json({ success: true, tracked: false, reason: 'duplicate_event_id' });
+    const claims = claimed ? [claimed.claim] : [];
     try {
-      await ctx.writer.append(serializeRow(outcome.row), 1);
+      const outcome = await processEvent(ctx.pipeline, site, payload, properties, info, {
+        now,
+        eventId: payload.event_id?.toLowerCase(),
+      });
+      if (outcome.kind === 'skip') {
+        await releaseClaims(ctx, claims);
+        return c.json({ success: true, tracked: false, reason: outcome.reason });
+      }
+      await store(ctx, [outcome.row], serializeRow(outcome.row), now);
     } catch (err) {
-      if (err instanceof OverloadedError) throw overloaded();
+      // Whatever failed, the id was not used: a retry must be able to store the event.
+      await releaseClaims(ctx, claims);
       throw err;
     }
     return c.body(SUCCESS, 200, JSON_HEADERS);

@@ -1,23 +1,27 @@
 import { randomBytes } from 'node:crypto';
-import { mkdir, readFile, unlink } from 'node:fs/promises';
-import { Readable } from 'node:stream';
+import { chmod, mkdir, unlink } from 'node:fs/promises';
+import { join, resolve } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { ClickHouse } from '@trackhouse/clickhouse';
 import type { Logger } from '@trackhouse/core';
 import type { Registry } from 'prom-client';
+import { BufferDisk } from './disk';
+import { type FlushContext, sendSegment } from './flush';
 import { writerMetrics } from './metrics';
 import {
   type ActiveSegment,
   appendDurably,
+  DIR_MODE,
   findSegments,
   openSegment,
-  readCompleteLines,
   type Segment,
   segmentName,
 } from './segments';
 
 export interface WriterOptions {
   dir: string;
+  /** Where rows ClickHouse refuses for their content are moved (see dead-letter.ts). */
+  deadLetterDir: string;
   ch: ClickHouse;
   log: Logger;
   registry: Registry;
@@ -30,11 +34,27 @@ export interface WriterOptions {
   table?: string;
 }
 
+/** The writer cannot take rows now (tracking answers 503 with Retry-After). */
 export class OverloadedError extends Error {
-  constructor() {
-    super('write-ahead buffer full');
+  constructor(message = 'write-ahead buffer full', options?: ErrorOptions) {
+    super(message, options);
     this.name = 'OverloadedError';
   }
+}
+
+/** The buffer's disk refused a write: full, failing, read-only or gone. */
+export class BufferUnwritableError extends OverloadedError {
+  constructor(cause: unknown) {
+    super('write-ahead buffer cannot be written', { cause });
+    this.name = 'BufferUnwritableError';
+  }
+}
+
+/** Rows acknowledged but not in ClickHouse yet. */
+export interface BufferBacklog {
+  segments: number;
+  rows: number;
+  bytes: number;
 }
 
 interface Waiter {
@@ -42,19 +62,20 @@ interface Waiter {
   reject: (err: unknown) => void;
 }
 
+const MIN_BACKOFF_MS = 100;
 const MAX_BACKOFF_MS = 5_000;
 
 /**
  * The durable writer. `append` resolves once its rows are fsync'ed to the write-ahead buffer
  * (group commit: every append waiting while a sync runs shares the next one). A flusher sends
- * sealed segments to ClickHouse, one insert per segment with the segment's name as the
- * deduplication token, and deletes a segment only after ClickHouse took it; so a replay after a
- * crash or an outage stores every acknowledged row exactly once.
+ * sealed segments to ClickHouse in order (flush.ts) and deletes a segment only after ClickHouse
+ * took it, so a replay after a crash or an outage stores every acknowledged row exactly once.
+ * A failed write refuses appends (`isFull`) until the disk takes writes again (disk.ts).
  */
 export class DurableWriter {
   private readonly instance = randomBytes(4).toString('hex');
   private readonly metrics;
-  private readonly table: string;
+  private readonly flushContext: FlushContext;
   private seq: number;
   private active: ActiveSegment | undefined;
   private readonly sealed: Segment[];
@@ -66,10 +87,13 @@ export class DurableWriter {
   private pendingBytes = 0;
   private waiters: Waiter[] = [];
   private commitScheduled = false;
+  /** File operations, one at a time and in order; never rejects (failures are logged). */
   private io: Promise<void> = Promise.resolve();
 
+  private readonly disk: BufferDisk;
   private closing = false;
   private stopping = false;
+  private drainDeadline: number | undefined;
   private wake: (() => void) | undefined;
   private readonly timer: NodeJS.Timeout;
   private readonly flusher: Promise<void>;
@@ -79,40 +103,67 @@ export class DurableWriter {
     replay: { segments: Segment[]; nextSeq: number },
   ) {
     this.metrics = writerMetrics(opts.registry);
-    this.table = opts.table ?? 'events';
+    this.flushContext = {
+      ch: opts.ch,
+      table: opts.table ?? 'events',
+      log: opts.log,
+      metrics: this.metrics,
+      deadLetterDir: opts.deadLetterDir,
+    };
+    this.disk = new BufferDisk({
+      dir: opts.dir,
+      probePath: join(opts.dir, `${this.instance}.probe`),
+      log: opts.log,
+      unwritableGauge: this.metrics.bufferUnwritable,
+      serial: (what, op) => this.serial(what, op),
+    });
     this.seq = replay.nextSeq;
     this.sealed = replay.segments;
-    this.bufferedBytes = replay.segments.reduce((sum, s) => sum + s.bytes, 0);
+    for (const s of replay.segments) {
+      this.bufferedBytes += s.bytes;
+      this.bufferedRows += s.rows;
+    }
     this.updateGauges();
     this.timer = setInterval(() => this.requestSeal(), opts.flushIntervalMs);
-    this.flusher = this.flushLoop();
+    this.flusher = this.flushLoop().catch((err: unknown) => {
+      opts.log.error({ err }, 'write-ahead buffer flusher stopped');
+    });
   }
 
-  /** Opens the buffer directory and queues what an earlier process left there. */
+  /** Opens the buffer directory (owner-only) and queues what an earlier process left there. */
   static async open(opts: WriterOptions): Promise<DurableWriter> {
-    await mkdir(opts.dir, { recursive: true });
-    const replay = await findSegments(opts.dir);
+    const dir = resolve(opts.dir);
+    await mkdir(dir, { recursive: true, mode: DIR_MODE });
+    await chmod(dir, DIR_MODE);
+    const replay = await findSegments(dir);
     if (replay.segments.length > 0) {
-      opts.log.info({ segments: replay.segments.length }, 'replaying write-ahead buffer');
+      const rows = replay.segments.reduce((sum, s) => sum + s.rows, 0);
+      opts.log.info({ segments: replay.segments.length, rows }, 'replaying write-ahead buffer');
     }
-    return new DurableWriter(opts, replay);
+    return new DurableWriter({ ...opts, dir, deadLetterDir: resolve(opts.deadLetterDir) }, replay);
   }
 
-  /** True when the buffer cannot take more: callers answer 503 before doing other work. */
+  /**
+   * True when the buffer cannot take more (at its bound, or its last write failed): callers
+   * answer 503 before doing other work.
+   */
   isFull(extraBytes = 0): boolean {
-    return this.bufferedBytes + this.pendingBytes + extraBytes > this.opts.maxBytes;
+    return !this.disk.writable || this.bufferedBytes + this.pendingBytes + extraBytes > this.opts.maxBytes;
   }
 
   /**
    * Takes `rows` rows as JSONEachRow text (one JSON object per line, each ending in a newline).
-   * Resolves when they are durable on disk; rejects with OverloadedError when the buffer is full.
+   * Resolves when they are durable on disk; rejects with OverloadedError (or its subclass
+   * BufferUnwritableError) and nothing else when they cannot be.
    */
   append(lines: string, rows: number): Promise<void> {
-    if (this.closing) return Promise.reject(new Error('writer is closed'));
+    if (this.closing) return Promise.reject(new OverloadedError('write-ahead buffer is closing'));
     const data = Buffer.from(lines);
     if (this.isFull(data.length)) {
       this.metrics.overloaded.inc(rows);
-      return Promise.reject(new OverloadedError());
+      return Promise.reject(
+        this.disk.writable ? new OverloadedError() : new BufferUnwritableError(this.disk.failure),
+      );
     }
     this.pending.push(data);
     this.pendingRows += rows;
@@ -120,14 +171,16 @@ export class DurableWriter {
     const done = new Promise<void>((resolve, reject) => this.waiters.push({ resolve, reject }));
     if (!this.commitScheduled) {
       this.commitScheduled = true;
-      this.serial(() => this.commit());
+      this.serial('commit', () => this.commit());
     }
     return done;
   }
 
-  /** Runs file operations one at a time, in order. */
-  private serial(op: () => Promise<void>): void {
-    this.io = this.io.then(op, op);
+  /** Runs file operations one at a time, in order; a failure is logged, never left unhandled. */
+  private serial(what: string, op: () => Promise<void>): void {
+    this.io = this.io.then(op).catch((err: unknown) => {
+      this.opts.log.error({ err }, `write-ahead buffer ${what} failed`);
+    });
   }
 
   private async commit(): Promise<void> {
@@ -140,42 +193,54 @@ export class DurableWriter {
     this.pendingBytes = 0;
     this.waiters = [];
     const started = performance.now();
+    let segment: ActiveSegment;
     try {
-      this.active ??= await openSegment(this.opts.dir, segmentName(this.seq++, this.instance));
-      const segment = this.active;
-      const sizeBefore = segment.bytes;
-      try {
-        await appendDurably(segment, data);
-      } catch (err) {
-        // Keep the file whole: cut what this failed commit may have written, then start anew.
-        await segment.handle.truncate(sizeBefore).catch(() => {});
-        await this.seal();
-        throw err;
-      }
-      segment.rows += rows;
-      segment.bytes += data.length;
-      this.bufferedBytes += data.length;
-      this.bufferedRows += rows;
-      this.metrics.fsyncSeconds.observe((performance.now() - started) / 1000);
-      this.updateGauges();
-      for (const w of waiters) w.resolve();
-      if (segment.rows >= this.opts.maxBatchRows) await this.seal();
+      segment = this.active ??= await openSegment(this.opts.dir, segmentName(this.seq++, this.instance));
+      await this.write(segment, data);
     } catch (err) {
-      this.opts.log.error({ err }, 'write-ahead buffer commit failed');
-      for (const w of waiters) w.reject(err);
+      this.disk.failed(err);
+      this.metrics.overloaded.inc(rows);
+      const refused = new BufferUnwritableError(err);
+      for (const w of waiters) w.reject(refused);
+      return;
+    }
+    segment.rows += rows;
+    segment.bytes += data.length;
+    this.bufferedBytes += data.length;
+    this.bufferedRows += rows;
+    this.metrics.fsyncSeconds.observe((performance.now() - started) / 1000);
+    this.updateGauges();
+    this.disk.written();
+    for (const w of waiters) w.resolve();
+    if (segment.rows >= this.opts.maxBatchRows) await this.seal();
+  }
+
+  private async write(segment: ActiveSegment, data: Buffer): Promise<void> {
+    try {
+      await appendDurably(segment, data);
+    } catch (err) {
+      // Keep the file whole: cut what this failed commit may have written, and write no more
+      // to it (after a failed sync the page cache no longer tells what is on disk). Should the
+      // cut fail too, the flusher cuts the file to its acknowledged length before sending it.
+      await segment.handle.truncate(segment.bytes).catch(() => {});
+      await this.seal();
+      throw err;
     }
   }
 
   private requestSeal(): void {
-    if (this.active && this.active.rows > 0) this.serial(() => this.seal());
+    if (this.active && this.active.rows > 0) this.serial('seal', () => this.seal());
   }
 
-  /** Closes the active segment and hands it to the flusher. */
+  /** Closes the active segment and hands it to the flusher. Never throws. */
   private async seal(): Promise<void> {
     const segment = this.active;
     if (!segment) return;
     this.active = undefined;
-    await segment.handle.close();
+    await segment.handle.close().catch((err: unknown) => {
+      // Every row in it was synced before it was acknowledged: a failing close loses none.
+      this.opts.log.warn({ err, segment: segment.name }, 'closing a sealed buffer segment failed');
+    });
     if (segment.rows === 0) {
       await unlink(segment.path).catch(() => {});
       return;
@@ -185,7 +250,7 @@ export class DurableWriter {
   }
 
   private async flushLoop(): Promise<void> {
-    let backoff = 100;
+    let backoff = MIN_BACKOFF_MS;
     for (;;) {
       const segment = this.sealed[0];
       if (!segment) {
@@ -197,61 +262,25 @@ export class DurableWriter {
         continue;
       }
       try {
-        await this.insert(segment);
+        await sendSegment(this.flushContext, segment);
         this.sealed.shift();
-        backoff = 100;
+        this.bufferedBytes -= segment.bytes;
+        this.bufferedRows -= segment.rows;
+        this.updateGauges();
+        backoff = MIN_BACKOFF_MS;
       } catch (err) {
         this.metrics.flushFailures.inc();
         this.opts.log.warn(
           { err, segment: segment.name, retryInMs: backoff },
           'ClickHouse insert failed; will retry',
         );
-        if (this.stopping && this.drainDeadline !== undefined && Date.now() > this.drainDeadline) return;
-        await sleep(backoff);
+        const wait =
+          this.drainDeadline === undefined ? backoff : Math.min(backoff, this.drainDeadline - Date.now());
+        if (this.stopping && wait <= 0) return;
+        await sleep(wait);
         backoff = Math.min(backoff * 2, MAX_BACKOFF_MS);
       }
     }
-  }
-
-  private async insert(segment: Segment): Promise<void> {
-    const started = performance.now();
-    const settings = {
-      insert_deduplication_token: segment.name,
-      // One parsing thread: on a small machine the tracking event loop needs the cores more
-      // than an insert needs to finish fast.
-      input_format_parallel_parsing: 0,
-      max_insert_threads: '1',
-    } as const;
-    // A segment sealed by this process is whole and its rows are counted; one left by an
-    // earlier process is read first (count, and a possibly torn last line to leave out).
-    const replayed = segment.rows < 0 ? await readCompleteLines(segment.path) : undefined;
-    const rows = replayed ? replayed.rows : segment.rows;
-    if (rows > 0) {
-      let result: { stream: NodeJS.ReadableStream };
-      if (this.opts.ch.kind === 'embedded' && !replayed?.torn && /^[^'\\]+$/.test(segment.path)) {
-        // The embedded engine reads the file itself: megabytes of rows never pass through the
-        // event loop.
-        result = await this.opts.ch.writer.exec({
-          query: `INSERT INTO ${this.table} FROM INFILE '${segment.path}' FORMAT JSONEachRow`,
-          clickhouse_settings: settings,
-        });
-      } else {
-        const data = replayed?.data ?? (await readFile(segment.path));
-        result = await this.opts.ch.writer.exec({
-          query: `INSERT INTO ${this.table} FORMAT JSONEachRow`,
-          values: Readable.from([data]),
-          clickhouse_settings: settings,
-        });
-      }
-      result.stream.resume();
-      this.metrics.flushSeconds.observe((performance.now() - started) / 1000);
-      this.metrics.batchRows.observe(rows);
-      this.metrics.rowsStored.inc(rows);
-    }
-    await unlink(segment.path);
-    this.bufferedBytes -= segment.bytes;
-    this.bufferedRows = Math.max(0, this.bufferedRows - (segment.rows >= 0 ? segment.rows : rows));
-    this.updateGauges();
   }
 
   private updateGauges(): void {
@@ -259,16 +288,18 @@ export class DurableWriter {
     this.metrics.bufferedRows.set(this.bufferedRows);
   }
 
-  private drainDeadline: number | undefined;
-
-  /** Rows acknowledged but not yet in ClickHouse (replayed segments count once read). */
-  get backlog(): { segments: number; bytes: number } {
-    return { segments: this.sealed.length + (this.active?.rows ? 1 : 0), bytes: this.bufferedBytes };
+  /** Rows acknowledged but not yet in ClickHouse. */
+  get backlog(): BufferBacklog {
+    return {
+      segments: this.sealed.length + (this.active?.rows ? 1 : 0),
+      rows: this.bufferedRows,
+      bytes: this.bufferedBytes,
+    };
   }
 
   /** Seals what is buffered and resolves once every segment is in ClickHouse (keeps running). */
   async drain(timeoutMs = 30_000): Promise<void> {
-    this.serial(() => this.seal());
+    this.serial('seal', () => this.seal());
     await this.io;
     const deadline = Date.now() + timeoutMs;
     while (this.sealed.length > 0) {
@@ -280,17 +311,21 @@ export class DurableWriter {
   /**
    * Stops taking rows and sends everything buffered to ClickHouse. What cannot be sent before
    * the deadline stays on disk and is replayed at the next start: nothing acknowledged is lost.
+   * Resolves with what is left.
    */
-  async close(drainTimeoutMs = 30_000): Promise<void> {
-    if (this.closing) return;
-    this.closing = true;
-    clearInterval(this.timer);
-    // Appends already accepted are committed before the last seal.
-    this.serial(() => this.seal());
-    await this.io;
-    this.stopping = true;
-    this.drainDeadline = Date.now() + drainTimeoutMs;
-    this.wake?.();
+  async close(drainTimeoutMs = 30_000): Promise<BufferBacklog> {
+    if (!this.closing) {
+      this.closing = true;
+      clearInterval(this.timer);
+      this.disk.stop();
+      // Appends already accepted are committed before the last seal.
+      this.serial('seal', () => this.seal());
+      await this.io;
+      this.stopping = true;
+      this.drainDeadline = Date.now() + drainTimeoutMs;
+      this.wake?.();
+    }
     await this.flusher;
+    return this.backlog;
   }
 }
