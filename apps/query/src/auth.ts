@@ -1,6 +1,6 @@
 import { timingSafeEqual } from 'node:crypto';
-import { ApiError, bearerToken, isApiKeyShaped } from '@trackhouse/core';
-import type { RateLimiter } from '@trackhouse/limits';
+import { ApiError, bearerToken, clientAddress, isApiKeyShaped } from '@trackhouse/core';
+import { type RateLimiter, type RateLimitResult, rateLimited, rateLimitHeaders } from '@trackhouse/limits';
 import {
   findApiKey,
   getRole,
@@ -16,6 +16,14 @@ import type { Context } from 'hono';
 export interface Caller {
   keyId: string;
   userId: string;
+  /** The presented key's expiry: keys it creates expire no later (docs/decisions.md). */
+  keyExpiresAt: Date | null;
+}
+
+/** A sliding-window budget and the 429 message naming it. */
+export interface Budget {
+  limiter: RateLimiter;
+  message: string;
 }
 
 /** What a request may do with a site: a member's role, or a read-only viewer (public or private link). */
@@ -32,15 +40,22 @@ function sameSecret(a: string, b: string): boolean {
   return x.length === y.length && timingSafeEqual(x, y);
 }
 
+/** Throws the 429 of SPEC section 5 when over budget; else sets the RateLimit headers. */
+function enforce(c: Context, limit: RateLimitResult, message: string): void {
+  if (!limit.allowed) throw rateLimited(limit, message);
+  for (const [k, v] of Object.entries(rateLimitHeaders(limit))) c.header(k, v);
+}
+
 /**
- * SPEC section 4: user-scoped keys, organization roles, public sites and private link keys,
- * and the query service's per-key rate limit.
+ * SPEC section 4: user-scoped keys, organization roles, public sites and private link keys;
+ * the query service's per-key rate limit (section 5), and a budget per client address for the
+ * reads that need no key.
  */
 export class Authorizer {
   constructor(
     private readonly sql: Sql,
-    private readonly limiter: RateLimiter,
-    private readonly rateLimitMessage: string,
+    private readonly perKey: Budget,
+    private readonly perAddress: Budget & { trustedProxyHops: number },
   ) {}
 
   /** The caller of a request with a Bearer key (validated and rate-limited), else undefined. */
@@ -51,20 +66,15 @@ export class Authorizer {
     const now = new Date();
     if (!record || !isKeyUsable(record, now)) throw new ApiError('INVALID_API_KEY', 'Invalid API key');
     noteKeyUse(this.sql, record, now);
-    const limit = await this.limiter.hit(record.id, Date.now());
-    const headers = {
-      'RateLimit-Limit': String(limit.limit),
-      'RateLimit-Remaining': String(limit.remaining),
-      'RateLimit-Reset': String(limit.resetSeconds),
-    };
-    if (!limit.allowed) {
-      throw new ApiError('RATE_LIMITED', this.rateLimitMessage, undefined, {
-        'Retry-After': String(limit.resetSeconds),
-        ...headers,
-      });
-    }
-    for (const [k, v] of Object.entries(headers)) c.header(k, v);
-    return { keyId: record.id, userId: record.userId };
+    enforce(c, await this.perKey.limiter.hit(record.id, Date.now()), this.perKey.message);
+    return { keyId: record.id, userId: record.userId, keyExpiresAt: record.expiresAt };
+  }
+
+  /** A read without a key (public site or private link), counted per client address. */
+  private async viewer(c: Context, site: SiteRecord): Promise<SiteAccess> {
+    const address = clientAddress(c, this.perAddress.trustedProxyHops);
+    enforce(c, await this.perAddress.limiter.hit(address, Date.now()), this.perAddress.message);
+    return { site, role: undefined };
   }
 
   async requireCaller(c: Context): Promise<Caller> {
@@ -98,7 +108,7 @@ export class Authorizer {
       if (viewer) return { site, role: undefined };
       throw new ApiError('ACCESS_DENIED', 'Access denied');
     }
-    if (viewer) return { site, role: undefined };
+    if (viewer) return this.viewer(c, site);
     throw new ApiError('MISSING_API_KEY', 'API key required');
   }
 

@@ -2,15 +2,20 @@ import { OpenAPIHono } from '@hono/zod-openapi';
 import type { ClickHouse } from '@trackhouse/clickhouse';
 import { type HttpEnv, validationError } from '@trackhouse/core';
 import type { Stores } from '@trackhouse/limits';
-import type { Sql } from '@trackhouse/postgres';
+import type { Pool } from '@trackhouse/postgres';
+import type { QuerySettings } from './app';
 import type { Authorizer } from './auth';
 
-/** What every query route gets: the authorizer and the stores, nothing read from the environment. */
+/**
+ * What every query route gets: the authorizer, the stores (ClickHouse with every read bounded)
+ * and the parsed settings, nothing read from the environment.
+ */
 export interface QueryContext {
   auth: Authorizer;
-  sql: Sql;
+  sql: Pool;
   ch: ClickHouse;
   stores: Stores;
+  settings: QuerySettings;
 }
 
 /** An OpenAPI router whose validation failures answer in the spec's error shape. */

@@ -1,18 +1,23 @@
+import { ensureDashboardBuilt } from '@trackhouse/dashboard/build';
 import { runService } from '@trackhouse/runtime';
 import { createApp } from './app';
 
 /** The query service as its own process against server stores (production, split mode). */
 runService({
   service: 'query',
-  build: (rt, ch) => ({
-    app: createApp({
-      log: rt.log,
-      registry: rt.registry,
-      sql: rt.db.sql,
-      ch,
-      stores: rt.stores,
-      readiness: rt.readinessChecks(ch),
-      settings: rt.config,
-    }),
-  }),
+  build: async (rt, ch) => {
+    // A fresh clone (or changed dashboard sources) gets its dashboard built before serving.
+    if ((await ensureDashboardBuilt()).built) rt.log.info('dashboard built');
+    return {
+      app: createApp({
+        log: rt.log,
+        registry: rt.registry,
+        sql: rt.db.sql,
+        ch,
+        stores: rt.stores,
+        readiness: rt.readinessChecks(ch),
+        settings: rt.config,
+      }),
+    };
+  },
 });

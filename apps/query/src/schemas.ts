@@ -1,5 +1,6 @@
 import { z } from '@hono/zod-openapi';
-import { FILTER_PARAMETERS, FILTER_TYPES } from '@trackhouse/clickhouse';
+import { filters, isoDate, timeZone } from './params';
+import { MAX_REGEX_CHARS } from './regex';
 
 /** A positive int4 id in the path, documented as an integer parameter. */
 const idParam = (name: string) =>
@@ -13,65 +14,14 @@ const idParam = (name: string) =>
 export const siteIdParam = z.object({ siteId: idParam('siteId') });
 export const goalParams = siteIdParam.extend({ goalId: idParam('goalId') });
 
-const isoDate = z
-  .string()
-  .regex(/^\d{4}-\d{2}-\d{2}$/, 'must be YYYY-MM-DD')
-  .refine(
-    (v) =>
-      !Number.isNaN(Date.parse(`${v}T00:00:00Z`)) && new Date(`${v}T00:00:00Z`).toISOString().startsWith(v),
-    'not a calendar date',
-  );
-
-const timeZone = z.string().refine((tz) => {
-  try {
-    new Intl.DateTimeFormat('en-US', { timeZone: tz });
-    return true;
-  } catch {
-    return false;
-  }
-}, 'not an IANA time zone');
-
-const filterSchema = z.strictObject({
-  parameter: z.enum(FILTER_PARAMETERS),
-  type: z.enum(FILTER_TYPES),
-  value: z
-    .array(z.union([z.string().max(255), z.number()]))
-    .min(1)
-    .max(100),
-});
-
-const filters = z
-  .string()
-  .transform((text, ctx) => {
-    try {
-      return JSON.parse(text) as unknown;
-    } catch {
-      ctx.addIssue({ code: 'custom', message: 'filters must be JSON' });
-      return z.NEVER;
-    }
-  })
-  .pipe(z.array(filterSchema).max(20, 'at most 20 filters'))
-  .transform((list) => list.map((f) => ({ ...f, value: f.value.map(String) })))
-  .superRefine((list, ctx) => {
-    for (const f of list) {
-      if (!f.type.endsWith('regex')) continue;
-      for (const v of f.value) {
-        try {
-          new RegExp(v);
-        } catch {
-          ctx.addIssue({ code: 'custom', message: `invalid regular expression: ${v}` });
-        }
-      }
-    }
-  });
-
 const commonShape = {
   start_date: isoDate.optional(),
   end_date: isoDate.optional(),
   time_zone: timeZone.default('UTC'),
-  filters: filters
-    .optional()
-    .openapi({ type: 'string', description: 'JSON array of {parameter, type, value[]}' }),
+  filters: filters.optional().openapi({
+    type: 'string',
+    description: `JSON array of {parameter, type, value[]}; regex and not_regex values use RE2 syntax (no lookaround, no backreferences, repeats up to 1000) and total at most ${MAX_REGEX_CHARS} characters`,
+  }),
 };
 
 /** Section 8 (inclusive dates in a time zone, and filters) plus an endpoint's own parameters. */
@@ -107,6 +57,18 @@ export const errorSchema = z
   })
   .openapi('Error');
 
+/** The browser client's feature switches, in the Site and the SiteConfig alike. */
+const featureSwitches = {
+  trackErrors: z.boolean(),
+  webVitals: z.boolean(),
+  sessionReplay: z.boolean(),
+  trackButtonClicks: z.boolean(),
+  trackCopy: z.boolean(),
+  trackFormInteractions: z.boolean(),
+  trackInitialPageView: z.boolean(),
+  trackSpaNavigation: z.boolean(),
+};
+
 export const siteSchema = z
   .object({
     id: z.string(),
@@ -124,6 +86,7 @@ export const siteSchema = z
     trackOutbound: z.boolean(),
     trackUrlParams: z.boolean(),
     monthlyPageviewLimit: z.number().int().nullable(),
+    ...featureSwitches,
   })
   .openapi('Site');
 
@@ -137,6 +100,7 @@ export const siteConfigSchema = z
     trackOutbound: z.boolean(),
     trackUrlParams: z.boolean(),
     monthlyPageviewLimit: z.number().int().nullable(),
+    ...featureSwitches,
   })
   .openapi('SiteConfig');
 
@@ -150,5 +114,10 @@ export const errors = {
   401: json(errorSchema, 'Missing or invalid API key'),
   403: json(errorSchema, 'Not allowed'),
   404: json(errorSchema, 'Not found'),
-  429: json(errorSchema, 'Rate limited'),
+  413: json(errorSchema, 'Request body larger than 64 KiB'),
+  429: json(errorSchema, 'Rate limited (per API key, or per client address without one)'),
+  503: json(
+    errorSchema,
+    'A read ran past the time or memory the server allows (QUERY_TIMEOUT, QUERY_TOO_LARGE)',
+  ),
 };

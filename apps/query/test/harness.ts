@@ -11,19 +11,27 @@ import {
 } from '@trackhouse/postgres';
 import { Registry } from 'prom-client';
 import { createTestClickHouse, createTestDatabase, uniqueName } from '../../../test/helpers';
-import { createApp } from '../src';
+import { createApp, type QueryDeps } from '../src';
 
 export type QueryHarness = Awaited<ReturnType<typeof createQueryHarness>>;
 
-/** The query app on a fresh database and embedded engine, with helpers to make tenants. */
-export async function createQueryHarness(env: Record<string, string> = {}, sharedCh?: ClickHouse) {
+/**
+ * The query app on a fresh database and embedded engine, with helpers to make tenants.
+ * `overrides` replaces parsed settings with values the environment cannot express (a read
+ * timeout of a microsecond).
+ */
+export async function createQueryHarness(
+  env: Record<string, string> = {},
+  sharedCh?: ClickHouse,
+  overrides: Partial<QueryDeps['settings']> = {},
+) {
   // One embedded engine per process: a second harness in the same file shares the first's.
   const [db, chHandle] = await Promise.all([
     createTestDatabase(),
     sharedCh ? { ch: sharedCh, close: async () => {} } : createTestClickHouse(),
   ]);
   const stores = createMemoryStores();
-  const config = loadConfig(env);
+  const config = { ...loadConfig(env), ...overrides };
   const app = createApp({
     log: createLogger('silent'),
     registry: new Registry(),

@@ -1,4 +1,5 @@
 import { generateEvents, insertEvents } from '@trackhouse/clickhouse';
+import { toClickHouseDateTime } from '@trackhouse/core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createQueryHarness, type QueryHarness } from './harness';
 
@@ -31,6 +32,15 @@ describe('sites', () => {
       trackOutbound: true,
       trackUrlParams: true,
       monthlyPageviewLimit: null,
+      // The browser client's features: the defaults the official client and reference ship.
+      trackErrors: false,
+      webVitals: false,
+      sessionReplay: false,
+      trackButtonClicks: false,
+      trackCopy: false,
+      trackFormInteractions: false,
+      trackInitialPageView: true,
+      trackSpaNavigation: true,
     });
     const admin = await h.member(t.organizationId, 'admin');
     const member = await h.member(t.organizationId, 'member');
@@ -52,6 +62,9 @@ describe('sites', () => {
         excludedCountries: ['de', 'US', 'de'],
         monthlyPageviewLimit: 5000,
         blockBots: false,
+        webVitals: true,
+        trackCopy: true,
+        trackSpaNavigation: false,
       },
     });
     expect(res.status).toBe(200);
@@ -67,6 +80,14 @@ describe('sites', () => {
         trackOutbound: true,
         trackUrlParams: true,
         monthlyPageviewLimit: 5000,
+        trackErrors: false,
+        webVitals: true,
+        sessionReplay: false,
+        trackButtonClicks: false,
+        trackCopy: true,
+        trackFormInteractions: false,
+        trackInitialPageView: true,
+        trackSpaNavigation: false,
       },
     });
     expect(seen).toContain(t.siteId);
@@ -95,6 +116,8 @@ describe('sites', () => {
     [{ excludedCountries: ['USA'] }, 'INVALID_PAYLOAD'],
     [{ monthlyPageviewLimit: -1 }, 'INVALID_PAYLOAD'],
     [{ public: 'yes' }, 'INVALID_PAYLOAD'],
+    [{ sessionReplay: 1 }, 'INVALID_PAYLOAD'],
+    [{ webVitals: null }, 'INVALID_PAYLOAD'],
   ])('rejects config %j with 400 %s', async (body, code) => {
     const t = await h.tenant();
     const res = await h.json(`/api/sites/${t.siteId}/config`, { key: t.key, method: 'PUT', body });
@@ -157,7 +180,7 @@ describe('sites', () => {
     expect([other.status, other.body.code]).toEqual([400, 'INVALID_PAYLOAD']);
   });
 
-  it('deletes the site with its goals, private link and every ClickHouse event', async () => {
+  it('deletes the site with its goals, private link, every ClickHouse event, profile and replay', async () => {
     const t = await h.tenant();
     const keep = await h.tenant();
     await insertEvents(h.ch, [
@@ -175,8 +198,39 @@ describe('sites', () => {
           s: siteId,
         })
       )[0]!.n;
+    // An identify call and a replay batch of each site (the views fill profiles and aliases).
+    for (const siteId of [t.siteId, keep.siteId]) {
+      await h.ch.writer.insert({
+        table: 'identifies',
+        values: [
+          {
+            site_id: siteId,
+            user_id: 'anon',
+            identified_user_id: 'u',
+            traits: { plan: '"pro"' },
+            is_new_identify: true,
+          },
+        ],
+        format: 'JSONEachRow',
+      });
+      await h.ch.writer.insert({
+        table: 'session_replay',
+        values: [
+          { site_id: siteId, timestamp: toClickHouseDateTime(new Date()), events: '[]', retention_days: 30 },
+        ],
+        format: 'JSONEachRow',
+      });
+    }
     expect(await count(t.siteId)).toBe(300);
-    const derived = ['events_by_name', 'sessions', 'site_pages'];
+    const derived = [
+      'events_by_name',
+      'sessions',
+      'site_pages',
+      'identifies',
+      'user_profiles',
+      'user_aliases',
+      'session_replay',
+    ];
     for (const table of derived) expect(await count(t.siteId, table), table).toBeGreaterThan(0);
     const res = await h.json(`/api/sites/${t.siteId}`, { key: t.key, method: 'DELETE' });
     expect(res.body).toEqual({ success: true });
@@ -275,6 +329,27 @@ describe('organizations and API keys over HTTP', () => {
       public: true,
       isOwner: true,
       organizationId: t.organizationId,
+      sessionReplay: false,
+      trackErrors: false,
+    });
+    const featured = await create(t.key, {
+      name: 'App',
+      domain: 'app.example.com',
+      sessionReplay: true,
+      trackErrors: true,
+      trackInitialPageView: false,
+    });
+    expect(featured.status).toBe(201);
+    expect(featured.body).toMatchObject({
+      sessionReplay: true,
+      trackErrors: true,
+      trackInitialPageView: false,
+    });
+    expect((await h.json(`/api/sites/${featured.body.siteId}`, { key: t.key })).body).toMatchObject({
+      sessionReplay: true,
+      trackErrors: true,
+      trackInitialPageView: false,
+      webVitals: false,
     });
     const member = await h.member(t.organizationId, 'member');
     expect((await create(member.key)).body.code).toBe('FORBIDDEN_ROLE');
@@ -285,8 +360,27 @@ describe('organizations and API keys over HTTP', () => {
       `/api/organizations/${t.organizationId}/sites`,
       { key: member.key },
     );
-    expect(list.body.data.map((s) => [s.siteId, s.isOwner])).toEqual([[res.body.siteId, false]]);
+    expect(list.body.data.map((s) => [s.siteId, s.isOwner])).toEqual([
+      [res.body.siteId, false],
+      [featured.body.siteId, false],
+    ]);
     expect((await h.json('/api/organizations/nope/sites', { key: t.key })).status).toBe(404);
+  });
+
+  it("lists the caller's organizations with the caller's role, and nobody else's", async () => {
+    const t = await h.tenant('owner', false);
+    const other = await h.tenant('admin', false);
+    const member = await h.member(t.organizationId, 'member');
+    const addOrg = await h.member(other.organizationId, 'member');
+    type Orgs = { data: { id: string; name: string; role: string }[] };
+    const own = await h.json<Orgs>('/api/user/organizations', { key: t.key });
+    expect(own.status).toBe(200);
+    expect(own.body.data).toEqual([{ id: t.organizationId, name: expect.any(String), role: 'owner' }]);
+    const asMember = await h.json<Orgs>('/api/user/organizations', { key: member.key });
+    expect(asMember.body.data.map((o) => [o.id, o.role])).toEqual([[t.organizationId, 'member']]);
+    expect((await h.json<Orgs>('/api/user/organizations', { key: addOrg.key })).body.data).toHaveLength(1);
+    expect((await h.json('/api/user/organizations')).body.code).toBe('MISSING_API_KEY');
+    expect((await h.json('/api/user/organizations', { key: 'rb_nope' })).body.code).toBe('INVALID_API_KEY');
   });
 
   it('creates keys shown once, lists them without secrets, and revokes them', async () => {
@@ -346,10 +440,17 @@ describe('browsers and documentation', () => {
   });
 
   it('serves an OpenAPI 3.1 document of every route and a reference page', async () => {
-    const doc = await h.json<{ openapi: string; paths: Record<string, Record<string, unknown>> }>(
-      '/api/openapi.json',
-    );
+    const doc = await h.json<{
+      openapi: string;
+      paths: Record<string, Record<string, unknown>>;
+      components: { schemas: Record<string, { properties: Record<string, unknown> }> };
+    }>('/api/openapi.json');
     expect(doc.body.openapi).toBe('3.1.0');
+    for (const schema of ['Site', 'SiteConfig']) {
+      expect(Object.keys(doc.body.components.schemas[schema]!.properties)).toEqual(
+        expect.arrayContaining(['webVitals', 'trackErrors', 'sessionReplay', 'trackSpaNavigation']),
+      );
+    }
     expect(Object.keys(doc.body.paths).sort()).toEqual([
       '/api/organizations/{organizationId}/sites',
       '/api/sites/{siteId}',
@@ -360,12 +461,22 @@ describe('browsers and documentation', () => {
       '/api/sites/{siteId}/events/properties',
       '/api/sites/{siteId}/excluded-countries',
       '/api/sites/{siteId}/excluded-ips',
+      '/api/sites/{siteId}/export',
       '/api/sites/{siteId}/goals',
       '/api/sites/{siteId}/goals/{goalId}',
       '/api/sites/{siteId}/goals/{goalId}/sessions',
+      '/api/sites/{siteId}/live-user-count',
+      '/api/sites/{siteId}/metric',
+      '/api/sites/{siteId}/overview',
+      '/api/sites/{siteId}/overview-bucketed',
       '/api/sites/{siteId}/private-link-config',
+      '/api/sites/{siteId}/sessions',
+      '/api/sites/{siteId}/sessions/{sessionId}',
+      '/api/sites/{siteId}/users',
+      '/api/sites/{siteId}/users/{userId}',
       '/api/user/api-keys',
       '/api/user/api-keys/{id}',
+      '/api/user/organizations',
     ]);
     const page = await h.app.request('/api/docs');
     expect(page.headers.get('content-type')).toContain('text/html');

@@ -3,13 +3,21 @@ import type { CommonParams, Filter, GoalDefinition, StoredEvent } from '@trackho
 /** Brute-force answers over generated events, to compare the query service against. */
 
 const dayFormats = new Map<string, Intl.DateTimeFormat>();
+const days = new Map<string, string>();
 function localDay(timestamp: string, timeZone: string): string {
+  // Local dates change only at whole quarter hours (UTC): one lookup per quarter hour.
+  const ms = Date.parse(`${timestamp.replace(' ', 'T')}Z`);
+  const key = `${timeZone} ${Math.floor(ms / 900_000)}`;
+  const known = days.get(key);
+  if (known !== undefined) return known;
   let f = dayFormats.get(timeZone);
   if (!f) {
     f = new Intl.DateTimeFormat('en-CA', { timeZone, year: 'numeric', month: '2-digit', day: '2-digit' });
     dayFormats.set(timeZone, f);
   }
-  return f.format(new Date(`${timestamp.replace(' ', 'T')}Z`));
+  const day = f.format(new Date(ms));
+  days.set(key, day);
+  return day;
 }
 
 /** ClickHouse orders UUIDs by their last 8 bytes, then their first 8. */
@@ -36,7 +44,7 @@ function matches(value: string, f: Pick<Filter, 'type' | 'value'>): boolean {
   return f.type.startsWith('not_') ? !hit : hit;
 }
 
-function inRange(e: StoredEvent, siteId: number, c: CommonParams): boolean {
+export function inRange(e: StoredEvent, siteId: number, c: CommonParams): boolean {
   if (e.site_id !== siteId) return false;
   const day = localDay(e.timestamp, c.timeZone);
   return (!c.startDate || day >= c.startDate) && (!c.endDate || day <= c.endDate);

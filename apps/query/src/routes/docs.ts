@@ -12,7 +12,7 @@ export function mountDocs(app: OpenAPIHono<HttpEnv>): void {
       title: 'trackhouse query API',
       version: '0.1.0',
       description:
-        'Sites, goals, events, organizations and API keys. Authenticate with `Authorization: Bearer <key>`; public sites and private links (`x-private-key`) can read without a key.',
+        'Sites, goals, events, traffic analytics (overview, time series, breakdowns, sessions, users, live count, export), organizations and API keys. Authenticate with `Authorization: Bearer <key>`; public sites and private links (`x-private-key`) can read without a key.',
     },
   });
   app.get('/api/docs', (c) => c.html(REFERENCE_PAGE));

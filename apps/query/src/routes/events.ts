@@ -5,14 +5,21 @@ import {
   eventNames,
   eventProperties,
   listEvents,
+  MAX_LIST_ROWS,
   outboundLinks,
 } from '@trackhouse/clickhouse';
-import { ApiError } from '@trackhouse/core';
+import { ApiError, storable } from '@trackhouse/core';
 import { toCommon } from '../common';
 import { type QueryContext, router } from '../context';
+import { isoInstant } from '../params';
 import { errors, intParam, json, siteIdParam, withCommon } from '../schemas';
 
-const eventSchema = z
+/** `limit` of the aggregated lists: at most MAX_LIST_ROWS rows, the most frequent first. */
+const limit = intParam(MAX_LIST_ROWS, 1, MAX_LIST_ROWS).openapi({
+  description: `The most rows to answer, the most frequent first (at most ${MAX_LIST_ROWS})`,
+});
+
+export const eventSchema = z
   .object({
     timestamp: z.string(),
     type: z.string(),
@@ -56,7 +63,7 @@ export function eventRoutes(ctx: QueryContext) {
         params: siteIdParam,
         query: withCommon({
           page_size: intParam(50, 1, 1000),
-          before_timestamp: z.iso.datetime({ offset: true }).optional(),
+          before_timestamp: isoInstant.optional(),
           cursor: z.string().max(200).optional(),
         }),
       },
@@ -109,7 +116,7 @@ export function eventRoutes(ctx: QueryContext) {
       method: 'get',
       path: '/api/sites/{siteId}/events/names',
       summary: 'Custom event names by count',
-      request: { params: siteIdParam, query: withCommon({}) },
+      request: { params: siteIdParam, query: withCommon({ limit }) },
       responses: {
         200: json(
           z.object({ data: z.array(z.object({ eventName: z.string(), count: z.number() })) }),
@@ -120,7 +127,8 @@ export function eventRoutes(ctx: QueryContext) {
     }),
     async (c) => {
       const { site } = await ctx.auth.site(c, c.req.valid('param').siteId, 'read');
-      return c.json({ data: await eventNames(ctx.ch, site.siteId, toCommon(c.req.valid('query'))) }, 200);
+      const q = c.req.valid('query');
+      return c.json({ data: await eventNames(ctx.ch, site.siteId, toCommon(q), q.limit) }, 200);
     },
   );
 
@@ -129,7 +137,11 @@ export function eventRoutes(ctx: QueryContext) {
       method: 'get',
       path: '/api/sites/{siteId}/events/properties',
       summary: 'Top-level properties of one custom event, by count',
-      request: { params: siteIdParam, query: withCommon({ event_name: z.string().min(1).max(256) }) },
+      request: {
+        params: siteIdParam,
+        // As stored: NUL and lone surrogates became U+FFFD.
+        query: withCommon({ event_name: z.string().min(1).max(256).overwrite(storable), limit }),
+      },
       responses: {
         200: json(
           z.object({
@@ -145,7 +157,10 @@ export function eventRoutes(ctx: QueryContext) {
     async (c) => {
       const { site } = await ctx.auth.site(c, c.req.valid('param').siteId, 'read');
       const q = c.req.valid('query');
-      return c.json({ data: await eventProperties(ctx.ch, site.siteId, toCommon(q), q.event_name) }, 200);
+      return c.json(
+        { data: await eventProperties(ctx.ch, site.siteId, toCommon(q), q.event_name, q.limit) },
+        200,
+      );
     },
   );
 
@@ -154,7 +169,7 @@ export function eventRoutes(ctx: QueryContext) {
       method: 'get',
       path: '/api/sites/{siteId}/events/outbound',
       summary: 'Outbound link clicks by count',
-      request: { params: siteIdParam, query: withCommon({}) },
+      request: { params: siteIdParam, query: withCommon({ limit }) },
       responses: {
         200: json(
           z.object({
@@ -167,7 +182,8 @@ export function eventRoutes(ctx: QueryContext) {
     }),
     async (c) => {
       const { site } = await ctx.auth.site(c, c.req.valid('param').siteId, 'read');
-      return c.json({ data: await outboundLinks(ctx.ch, site.siteId, toCommon(c.req.valid('query'))) }, 200);
+      const q = c.req.valid('query');
+      return c.json({ data: await outboundLinks(ctx.ch, site.siteId, toCommon(q), q.limit) }, 200);
     },
   );
 

@@ -56,7 +56,7 @@ const goalBody = z
   })
   .openapi('GoalInput');
 
-const goalSchema = z
+export const goalSchema = z
   .object({
     goalId: z.number().int(),
     name: z.string(),
@@ -88,6 +88,12 @@ const sessionSchema = z
   })
   .openapi('Session');
 
+/**
+ * How deep goal sessions page: each page ranks every session before it, so the depth is what
+ * bounds the read (docs/decisions.md).
+ */
+const MAX_SESSION_ROWS = 10_000;
+
 const SORTS = { goalId: 'goalId', name: 'name', goalType: 'goalType', createdAt: 'createdAt' } as const;
 
 const definition = (g: GoalRecord) => ({ goalType: g.goalType, config: g.config }) as GoalDefinition;
@@ -96,7 +102,11 @@ function compare(a: GoalRecord, b: GoalRecord, sort: keyof typeof SORTS): number
   const x = a[SORTS[sort]];
   const y = b[SORTS[sort]];
   const order =
-    x instanceof Date && y instanceof Date ? x.getTime() - y.getTime() : String(x).localeCompare(String(y));
+    x instanceof Date && y instanceof Date
+      ? x.getTime() - y.getTime()
+      : typeof x === 'number' && typeof y === 'number'
+        ? x - y
+        : String(x).localeCompare(String(y));
   return order !== 0 ? order : a.goalId - b.goalId;
 }
 
@@ -176,7 +186,15 @@ export function goalRoutes(ctx: QueryContext) {
       summary: 'Sessions that converted a goal, newest end first',
       request: {
         params: goalParams,
-        query: withCommon({ page: intParam(1, 1, 1_000_000), limit: intParam(25, 1, 100) }),
+        query: withCommon({
+          page: intParam(1, 1, MAX_SESSION_ROWS).openapi({
+            description: `page × limit may not pass ${MAX_SESSION_ROWS.toLocaleString('en-US')}`,
+          }),
+          limit: intParam(25, 1, 100),
+        }).refine((q) => q.page * q.limit <= MAX_SESSION_ROWS, {
+          path: ['page'],
+          message: `page × limit goes past the ${MAX_SESSION_ROWS.toLocaleString('en-US')}th session: narrow the date range instead`,
+        }),
       },
       responses: { 200: json(z.object({ data: z.array(sessionSchema) }), 'A page of sessions'), ...errors },
     }),

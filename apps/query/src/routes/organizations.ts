@@ -1,17 +1,23 @@
 import { createRoute, z } from '@hono/zod-openapi';
-import { ApiError, domainSchema } from '@trackhouse/core';
-import { createSite, getOrganization, listSites } from '@trackhouse/postgres';
+import { ApiError, domainSchema, storable } from '@trackhouse/core';
+import { createSite, getOrganization, listSites, listUserOrganizations, ROLES } from '@trackhouse/postgres';
 import { type QueryContext, router } from '../context';
 import { errors, json, siteSchema } from '../schemas';
 import { configInput, toSite } from './sites';
 
 const orgParam = z.object({
+  // Storable like every string that reaches Postgres: an id with NUL is one no record has (404).
   organizationId: z
     .string()
     .min(1)
     .max(64)
+    .overwrite(storable)
     .openapi({ param: { name: 'organizationId', in: 'path' } }),
 });
+
+export const userOrganizationSchema = z
+  .object({ id: z.string(), name: z.string(), role: z.enum(ROLES) })
+  .openapi('UserOrganization');
 
 const createSiteBody = configInput.extend({ name: z.string().trim().min(1).max(200), domain: domainSchema });
 
@@ -22,6 +28,29 @@ export function organizationRoutes(ctx: QueryContext) {
     if (!(await getOrganization(ctx.sql, id)))
       throw new ApiError('ORGANIZATION_NOT_FOUND', 'Organization not found');
   };
+
+  // The dashboard's way from a key to its sites: a key names a user, not an organization.
+  app.openapi(
+    createRoute({
+      method: 'get',
+      path: '/api/user/organizations',
+      summary: "The caller's organizations, with the caller's role in each",
+      responses: {
+        200: json(
+          z.object({
+            data: z.array(userOrganizationSchema),
+          }),
+          'The organizations, oldest first',
+        ),
+        ...errors,
+      },
+    }),
+    async (c) => {
+      const caller = await ctx.auth.requireCaller(c);
+      const data = await listUserOrganizations(ctx.sql, caller.userId);
+      return c.json({ data: data.map(({ id, name, role }) => ({ id, name, role })) }, 200);
+    },
+  );
 
   app.openapi(
     createRoute({

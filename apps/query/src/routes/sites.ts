@@ -30,6 +30,21 @@ export function toSite(site: SiteRecord, role: Role | undefined) {
     trackOutbound: site.trackOutbound,
     trackUrlParams: site.trackUrlParams,
     monthlyPageviewLimit: site.monthlyPageviewLimit,
+    ...features(site),
+  };
+}
+
+/** The browser-client switches, in the Site object and the config alike. */
+function features(site: SiteRecord) {
+  return {
+    trackErrors: site.trackErrors,
+    webVitals: site.webVitals,
+    sessionReplay: site.sessionReplay,
+    trackButtonClicks: site.trackButtonClicks,
+    trackCopy: site.trackCopy,
+    trackFormInteractions: site.trackFormInteractions,
+    trackInitialPageView: site.trackInitialPageView,
+    trackSpaNavigation: site.trackSpaNavigation,
   };
 }
 
@@ -43,6 +58,7 @@ export function toConfig(site: SiteRecord): SiteConfig {
     trackOutbound: site.trackOutbound,
     trackUrlParams: site.trackUrlParams,
     monthlyPageviewLimit: site.monthlyPageviewLimit,
+    ...features(site),
   };
 }
 
@@ -70,6 +86,14 @@ export const configInput = z.strictObject({
   trackOutbound: z.boolean().optional(),
   trackUrlParams: z.boolean().optional(),
   monthlyPageviewLimit: z.number().int().min(0).max(2_147_483_647).nullable().optional(),
+  trackErrors: z.boolean().optional(),
+  webVitals: z.boolean().optional(),
+  sessionReplay: z.boolean().optional(),
+  trackButtonClicks: z.boolean().optional(),
+  trackCopy: z.boolean().optional(),
+  trackFormInteractions: z.boolean().optional(),
+  trackInitialPageView: z.boolean().optional(),
+  trackSpaNavigation: z.boolean().optional(),
 });
 
 const action = z.object({ action: z.string() });

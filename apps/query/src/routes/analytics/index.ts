@@ -1,0 +1,19 @@
+import type { HttpEnv } from '@trackhouse/core';
+import type { Hono } from 'hono';
+import type { QueryContext } from '../../context';
+import { exportRoutes } from './export';
+import { liveRoutes } from './live';
+import { metricRoutes } from './metric';
+import { overviewRoutes } from './overview';
+import { sessionRoutes } from './sessions';
+import { userRoutes } from './users';
+
+/** SPEC 13's traffic analytics, one router per resource. */
+export const analyticsRoutes: ((ctx: QueryContext) => Hono<HttpEnv>)[] = [
+  overviewRoutes,
+  metricRoutes,
+  sessionRoutes,
+  userRoutes,
+  liveRoutes,
+  exportRoutes,
+];

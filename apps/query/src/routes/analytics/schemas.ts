@@ -1,0 +1,101 @@
+import { z } from '@hono/zod-openapi';
+import { ApiError } from '@trackhouse/core';
+import { siteIdParam } from '../../schemas';
+
+/** Deepest page of a ranked list: deeper reads go through a narrower range or filters. */
+export const MAX_PAGE = 1000;
+
+/** An exact path segment (ids are matched as given, never parsed). */
+export const pathText = (name: string) =>
+  z
+    .string()
+    .min(1)
+    .max(255)
+    .openapi({ param: { name, in: 'path' }, type: 'string' });
+
+export const sessionParams = siteIdParam.extend({ sessionId: pathText('sessionId') });
+export const userParams = siteIdParam.extend({ userId: pathText('userId') });
+
+export const trafficSummarySchema = z
+  .object({
+    sessions: z.number(),
+    pageviews: z.number(),
+    users: z.number(),
+    pages_per_session: z.number(),
+    bounce_rate: z.number(),
+    session_duration: z.number(),
+  })
+  .openapi('TrafficSummary');
+
+export const trafficBucketSchema = trafficSummarySchema.extend({ time: z.string() }).openapi('TrafficBucket');
+
+export const metricItemSchema = z
+  .object({
+    value: z.string(),
+    count: z.number(),
+    percentage: z.number(),
+    pageviews: z.number(),
+    pageviews_percentage: z.number(),
+    bounce_rate: z.number(),
+    time_on_page_seconds: z.number().optional(),
+  })
+  .openapi('MetricItem');
+
+export const trafficSessionSchema = z
+  .object({
+    session_id: z.string(),
+    user_id: z.string(),
+    identified_user_id: z.string(),
+    country: z.string(),
+    region: z.string(),
+    city: z.string(),
+    language: z.string(),
+    browser: z.string(),
+    operating_system: z.string(),
+    device_type: z.string(),
+    hostname: z.string(),
+    entry_page: z.string(),
+    exit_page: z.string(),
+    pageviews: z.number(),
+    events: z.number(),
+    session_duration: z.number(),
+    session_start: z.string(),
+    session_end: z.string(),
+    referrer: z.string(),
+    channel: z.string(),
+    utm_source: z.string(),
+    utm_medium: z.string(),
+    utm_campaign: z.string(),
+  })
+  .openapi('TrafficSession');
+
+export const trafficUserSchema = z
+  .object({
+    user_id: z.string(),
+    identified_user_id: z.string(),
+    sessions: z.number(),
+    pageviews: z.number(),
+    events: z.number(),
+    first_seen: z.string(),
+    last_seen: z.string(),
+    country: z.string(),
+    region: z.string(),
+    city: z.string(),
+    browser: z.string(),
+    operating_system: z.string(),
+    device_type: z.string(),
+    language: z.string(),
+  })
+  .openapi('TrafficUser');
+
+export const listedUserSchema = trafficUserSchema
+  .omit({ region: true, city: true, language: true })
+  .openapi('ListedUser');
+
+/** A 400 in the validation shape for one parameter, for checks that need the data. */
+export function invalidParam(field: string, message: string): ApiError {
+  return new ApiError('INVALID_PARAMS', 'Invalid parameters', {
+    fieldErrors: { [field]: [message] },
+    formErrors: [],
+  });
+}

@@ -1,0 +1,565 @@
+import {
+  type CommonParams,
+  type Filter,
+  generateEvents,
+  insertEvents,
+  METRIC_PARAMETERS,
+  type StoredEvent,
+} from '@trackhouse/clickhouse';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createQueryHarness, type QueryHarness } from './harness';
+import { compareEvents } from './reference';
+import { craftedEvents, lateEvents } from './traffic-data';
+import * as ref from './traffic-reference';
+
+let h: QueryHarness;
+let tenant: Awaited<ReturnType<QueryHarness['tenant']>>;
+let events: StoredEvent[];
+
+beforeAll(async () => {
+  h = await createQueryHarness({ QUERY_RATE_LIMIT_MAX: '1000000' });
+  tenant = await h.tenant();
+  const other = await h.tenant();
+  const site = tenant.siteId;
+  // Around the spring changes (US March 8, EU March 29, Adelaide April 5) and the autumn ones
+  // (EU October 25, US November 1), with many events sharing a millisecond.
+  const spring = [
+    ...generateEvents({
+      siteId: site,
+      events: 6000,
+      days: 45,
+      end: new Date('2026-04-05T12:00:00Z'),
+      seed: 11,
+      tieRate: 0.2,
+    }),
+  ];
+  const autumn = [
+    ...generateEvents({
+      siteId: site,
+      events: 1500,
+      days: 12,
+      end: new Date('2026-11-03T12:00:00Z'),
+      seed: 12,
+      tieRate: 0.2,
+    }),
+  ];
+  const crafted = craftedEvents({ ...spring[0]!, site_id: site });
+  const noise = [
+    ...generateEvents({
+      siteId: other.siteId,
+      events: 400,
+      days: 45,
+      end: new Date('2026-04-05T12:00:00Z'),
+      seed: 13,
+    }),
+  ];
+  await insertEvents(h.ch, [...spring, ...autumn, ...noise]);
+  // A replayed batch (same deduplication token) is stored once.
+  for (let attempt = 0; attempt < 2; attempt++) {
+    await h.ch.writer.insert({
+      table: 'events',
+      values: crafted,
+      format: 'JSONEachRow',
+      clickhouse_settings: { insert_deduplication_token: `traffic-crafted-${site}` },
+    });
+  }
+  // Late events land inside sessions stored long before them.
+  const late = lateEvents([...spring, ...autumn, ...crafted], 60);
+  // Its own token: the embedded client keeps settings of a call on its connection, so an insert
+  // without one after the replay would count as a replay of it.
+  await h.ch.writer.insert({
+    table: 'events',
+    values: late,
+    format: 'JSONEachRow',
+    clickhouse_settings: { insert_deduplication_token: `traffic-late-${site}` },
+  });
+  events = [...spring, ...autumn, ...crafted, ...late];
+}, 120_000);
+afterAll(async () => {
+  await h.close();
+});
+
+function query(c: Partial<CommonParams>, extra: Record<string, string> = {}): string {
+  const params = new URLSearchParams(extra);
+  if (c.startDate) params.set('start_date', c.startDate);
+  if (c.endDate) params.set('end_date', c.endDate);
+  if (c.timeZone) params.set('time_zone', c.timeZone);
+  if (c.filters?.length) params.set('filters', JSON.stringify(c.filters));
+  return params.toString();
+}
+const full = (c: Partial<CommonParams>): CommonParams => ({ timeZone: 'UTC', filters: [], ...c });
+const get = <T>(path: string, c: Partial<CommonParams>, extra: Record<string, string> = {}) =>
+  h.json<T>(`/api/sites/${tenant.siteId}/${path}?${query(c, extra)}`, { key: tenant.key });
+
+type Scenario = Partial<CommonParams> & { buckets: ref.Bucket[] };
+const f = (parameter: Filter['parameter'], type: Filter['type'], ...value: string[]): Filter => ({
+  parameter,
+  type,
+  value,
+});
+
+const SCENARIOS: Scenario[] = [
+  { buckets: ['day', 'week', 'month'] },
+  {
+    startDate: '2026-03-01',
+    endDate: '2026-03-15',
+    timeZone: 'America/New_York',
+    buckets: ['day', 'hour', 'week'],
+  },
+  {
+    startDate: '2026-03-08',
+    endDate: '2026-03-08',
+    timeZone: 'America/New_York',
+    buckets: ['minute', 'five_minutes', 'fifteen_minutes', 'hour'],
+  },
+  {
+    startDate: '2026-03-29',
+    endDate: '2026-03-29',
+    timeZone: 'Europe/Berlin',
+    buckets: ['hour', 'fifteen_minutes'],
+  },
+  {
+    startDate: '2026-10-24',
+    endDate: '2026-11-02',
+    timeZone: 'Europe/Berlin',
+    buckets: ['hour', 'day', 'month'],
+  },
+  {
+    startDate: '2026-11-01',
+    endDate: '2026-11-01',
+    timeZone: 'America/New_York',
+    buckets: ['hour', 'five_minutes'],
+  },
+  { startDate: '2026-03-20', timeZone: 'Asia/Kolkata', buckets: ['day', 'week'] },
+  { endDate: '2026-04-05', timeZone: 'Australia/Adelaide', buckets: ['day'] },
+  { startDate: '2026-04-04', endDate: '2026-04-05', timeZone: 'Australia/Adelaide', buckets: ['hour'] },
+  { filters: [f('country', 'equals', 'US', 'GB')], buckets: ['month'] },
+  {
+    startDate: '2026-03-01',
+    endDate: '2026-03-31',
+    timeZone: 'Europe/Berlin',
+    filters: [f('pathname', 'contains', 'BLOG', 'checkout')],
+    buckets: ['day'],
+  },
+  {
+    filters: [f('pathname', 'not_contains', 'blog'), f('browser', 'not_equals', 'Chrome')],
+    buckets: ['week'],
+  },
+  {
+    filters: [f('page_title', 'regex', '^Title /d', '^Page /d'), f('referrer', 'not_regex', 'google')],
+    buckets: ['day'],
+  },
+  {
+    filters: [f('user_id', 'equals', 'member-42', 'bbbbbbbbbbbbbbbb', '0000000000000007')],
+    buckets: ['day'],
+  },
+  { filters: [f('user_id', 'not_contains', 'customer', 'member')], buckets: ['week'] },
+  {
+    startDate: '2026-03-05',
+    endDate: '2026-03-25',
+    timeZone: 'Asia/Kolkata',
+    filters: [f('entry_page', 'equals', '/pricing', '/')],
+    buckets: ['day'],
+  },
+  {
+    startDate: '2026-03-10',
+    timeZone: 'Europe/Berlin',
+    filters: [f('exit_page', 'regex', '^/checkout', '^/same-ms')],
+    buckets: ['day'],
+  },
+  { filters: [f('event_name', 'equals', 'purchase', 'TypeError')], buckets: ['day'] },
+  {
+    filters: [f('channel', 'equals', 'Organic Search', 'Referral'), f('language', 'not_equals', 'en-US')],
+    buckets: ['week'],
+  },
+  { filters: [f('city', 'contains', 'o'), f('utm_source', 'not_equals', 'google')], buckets: ['month'] },
+];
+
+const cases = SCENARIOS.map((s, i) => [i, s] as const);
+const selections = new Map<string, ref.Selection>();
+function selectionOf(s: Partial<CommonParams>): ref.Selection {
+  const { buckets: _, ...common } = s as Scenario;
+  const key = JSON.stringify(common);
+  let found = selections.get(key);
+  if (!found) {
+    found = ref.selection(events, tenant.siteId, full(common));
+    selections.set(key, found);
+  }
+  return found;
+}
+const closed = (s: Partial<CommonParams>) => s.startDate !== undefined && s.endDate !== undefined;
+
+describe('traffic analytics against a brute-force computation', () => {
+  it.each(cases)('scenario %i: overview, and compare=previous over the range before', async (_, s) => {
+    const res = await get<{ data: unknown; previous?: unknown }>('overview', s);
+    expect(res.status).toBe(200);
+    expect(res.body).toEqual({ data: ref.overview(selectionOf(s)) });
+    if (!closed(s)) return;
+    const compared = await get<{ data: unknown; previous: unknown }>('overview', s, { compare: 'previous' });
+    const days = (Date.parse(s.endDate!) - Date.parse(s.startDate!)) / 86_400_000 + 1;
+    const shift = (d: string, n: number) =>
+      new Date(Date.parse(d) + n * 86_400_000).toISOString().slice(0, 10);
+    const before = { ...s, startDate: shift(s.startDate!, -days), endDate: shift(s.startDate!, -1) };
+    expect(compared.body).toEqual({
+      data: ref.overview(selectionOf(s)),
+      previous: ref.overview(selectionOf(before)),
+    });
+  });
+
+  it.each(cases)('scenario %i: buckets aligned in the time zone, empty ones included', async (_, s) => {
+    for (const bucket of s.buckets) {
+      const now = Date.now();
+      const res = await get<{ data: unknown[] }>('overview-bucketed', s, { bucket });
+      expect(res.status).toBe(200);
+      expect({ bucket, data: res.body.data }).toEqual({
+        bucket,
+        data: ref.overviewBucketed(selectionOf(s), full(s), bucket, now),
+      });
+    }
+  });
+
+  it.each(cases)('scenario %i: metric of every parameter, ranked, with totals', async (_, s) => {
+    const selection = selectionOf(s);
+    for (const parameter of METRIC_PARAMETERS) {
+      const res = await get<{ data: { data: unknown[]; totalCount: number } }>('metric', s, {
+        parameter,
+        limit: '1000',
+      });
+      expect(res.status).toBe(200);
+      const expected = ref.metric(selection, parameter);
+      expect({ parameter, ...res.body.data }).toEqual({
+        parameter,
+        ...expected,
+        data: expected.data.slice(0, 1000),
+      });
+    }
+  });
+
+  it.each(cases)('scenario %i: sessions and users, ranked and paged', async (i, s) => {
+    const selection = selectionOf(s);
+    const sessions = ref.sessions(selection);
+    for (const page of [1, 2]) {
+      const res = await get<{ data: unknown[]; totalCount: number }>('sessions', s, {
+        limit: '100',
+        page: String(page),
+      });
+      expect(res.status).toBe(200);
+      expect(res.body).toEqual({
+        data: sessions.slice((page - 1) * 100, page * 100),
+        totalCount: sessions.length,
+      });
+    }
+    const sort = (['last_seen', 'first_seen', 'sessions', 'pageviews', 'events'] as const)[i % 5]!;
+    const order = i % 2 === 0 ? 'desc' : 'asc';
+    const users = ref.users(selection, sort, order);
+    for (const page of [1, 3]) {
+      const res = await get<{ data: unknown[]; totalCount: number }>('users', s, {
+        sort,
+        order,
+        limit: '40',
+        page: String(page),
+      });
+      expect(res.status).toBe(200);
+      expect(res.body).toEqual({ data: users.slice((page - 1) * 40, page * 40), totalCount: users.length });
+    }
+  });
+});
+
+describe('one session, one user', () => {
+  const sessionOf = (predicate: (e: StoredEvent) => boolean) => events.find(predicate)!.session_id;
+
+  it('answers a session over all its events, oldest first, paged, dates and filters not applied', async () => {
+    const ids = [
+      sessionOf((e) => e.pathname === '/account'),
+      sessionOf((e) => e.pathname === '/same-ms-a'),
+      sessionOf((e) => e.pathname === '/late'),
+      sessionOf((e) => e.timestamp.startsWith('2026-11-01 05:30')),
+      sessionOf((e) => e.type === 'error'),
+    ];
+    for (const id of ids) {
+      const expected = ref.sessionDetail(events, tenant.siteId, id)!;
+      // A range and a filter that exclude the session change nothing.
+      const res = await get<{
+        data: { session: unknown; events: Record<string, unknown>[]; hasMore: boolean };
+      }>(
+        `sessions/${id}`,
+        { startDate: '2020-01-01', endDate: '2020-01-01', filters: [f('country', 'equals', 'XX')] },
+        { limit: '2' },
+      );
+      expect(res.status).toBe(200);
+      expect(res.body.data.session).toEqual(expected.session);
+      expect(res.body.data.hasMore).toBe(expected.events.length > 2);
+      const all = await get<{ data: { events: Record<string, unknown>[]; hasMore: boolean } }>(
+        `sessions/${id}`,
+        {},
+        {
+          offset: '1',
+          limit: '1000',
+        },
+      );
+      expect(all.body.data.hasMore).toBe(false);
+      const strip = (list: Record<string, unknown>[]) => list.map(({ lat: _a, lon: _b, ...rest }) => rest);
+      expect(strip(all.body.data.events)).toEqual(strip(expected.events.slice(1)));
+      expect(strip(res.body.data.events)).toEqual(strip(expected.events.slice(0, 2)));
+    }
+  });
+
+  it('404 SESSION_NOT_FOUND for an unknown id, another site`s session, or an id written differently', async () => {
+    const mine = sessionOf((e) => e.pathname === '/account');
+    const other = await h.tenant();
+    for (const [siteId, key, id] of [
+      [tenant.siteId, tenant.key, '019cc045-78b2-77e4-8f3b-a5943bc53571'],
+      [tenant.siteId, tenant.key, mine.toUpperCase()],
+      [tenant.siteId, tenant.key, 'not-a-uuid'],
+      [other.siteId, other.key, mine],
+    ] as const) {
+      const res = await h.json(`/api/sites/${siteId}/sessions/${encodeURIComponent(id)}`, { key });
+      expect([res.status, res.body.code]).toEqual([404, 'SESSION_NOT_FOUND']);
+    }
+  });
+
+  it('lists the sessions of one anonymous or identified id', async () => {
+    for (const userId of ['member-42', 'aaaaaaaaaaaaaaaa']) {
+      const scope = { filters: [f('user_id', 'equals', userId)] };
+      const expected = ref.sessions(selectionOf(scope));
+      const res = await get<{ data: unknown[]; totalCount: number }>('sessions', {}, { user_id: userId });
+      expect(res.body).toEqual({ data: expected, totalCount: expected.length });
+    }
+    const both = await get<{ totalCount: number }>('sessions', {}, { user_id: 'member-42' });
+    expect(both.body.totalCount).toBe(2);
+  });
+
+  it('answers a user over all time by anonymous or identified id, and 404 USER_NOT_FOUND otherwise', async () => {
+    const anonymous = events.find((e) => e.type === 'pageview' && e.identified_user_id === '')!.user_id;
+    for (const userId of ['member-42', 'aaaaaaaaaaaaaaaa', anonymous]) {
+      const res = await get<{ data: unknown }>(`users/${encodeURIComponent(userId)}`, {
+        startDate: '2020-01-01',
+        endDate: '2020-01-01',
+      });
+      expect(res.status).toBe(200);
+      expect(res.body.data).toEqual(ref.userDetail(events, tenant.siteId, userId));
+    }
+    const identified = await get<{ data: { sessions: number; events: number } }>('users/member-42', {});
+    expect(identified.body.data).toMatchObject({ sessions: 2, events: 4 });
+    for (const userId of ['nobody', 'MEMBER-42', 'member']) {
+      const res = await get<{ code: string }>(`users/${userId}`, {});
+      expect([res.status, res.body.code]).toEqual([404, 'USER_NOT_FOUND']);
+    }
+  });
+});
+
+describe('live user count', () => {
+  it('counts distinct users of the last minutes, filters applied, dates ignored', async () => {
+    const site = await h.tenant();
+    const now = Date.now();
+    const template = { ...events[0]!, site_id: site.siteId };
+    const recent = [
+      ['1111111111111111', 2, 'US'],
+      ['1111111111111111', 1, 'US'],
+      ['2222222222222222', 3, 'DE'],
+      ['3333333333333333', 10, 'US'],
+      ['4444444444444444', 90, 'DE'],
+    ].map(([user, minutesAgo, country]) => {
+      const iso = new Date(now - Number(minutesAgo) * 60_000).toISOString();
+      return {
+        ...template,
+        user_id: String(user),
+        country: String(country),
+        timestamp: `${iso.slice(0, 10)} ${iso.slice(11, 23)}`,
+        event_id: crypto.randomUUID(),
+      };
+    });
+    await insertEvents(h.ch, recent);
+    const count = async (extra: Record<string, string>, c: Partial<CommonParams> = {}) => {
+      const res = await h.json<{ count: number }>(
+        `/api/sites/${site.siteId}/live-user-count?${query(c, extra)}`,
+        {
+          key: site.key,
+        },
+      );
+      expect(res.status).toBe(200);
+      return res.body.count;
+    };
+    expect(await count({})).toBe(2);
+    expect(await count({ minutes: '15' })).toBe(3);
+    expect(await count({ minutes: '60' }, { startDate: '2020-01-01', endDate: '2020-01-02' })).toBe(3);
+    expect(await count({ minutes: '15' }, { filters: [f('country', 'equals', 'DE')] })).toBe(1);
+  });
+});
+
+/** RFC 4180 fields: quoted fields may hold commas, doubled quotes and line breaks. */
+function parseCsv(text: string): string[][] {
+  const rows: string[][] = [];
+  let row: string[] = [];
+  let field = '';
+  let quoted = false;
+  for (let i = 0; i < text.length; i++) {
+    const ch = text[i]!;
+    if (quoted) {
+      if (ch === '"' && text[i + 1] === '"') {
+        field += '"';
+        i++;
+      } else if (ch === '"') quoted = false;
+      else field += ch;
+    } else if (ch === '"') quoted = true;
+    else if (ch === ',') {
+      row.push(field);
+      field = '';
+    } else if (ch === '\n') {
+      rows.push([...row, field]);
+      row = [];
+      field = '';
+    } else field += ch;
+  }
+  return rows;
+}
+
+describe('export', () => {
+  const exported = (s: Partial<CommonParams>) =>
+    ref.selection(events, tenant.siteId, full(s)).selected.sort(compareEvents).map(ref.apiEvent);
+
+  it.each([[{}], [SCENARIOS[1]!], [SCENARIOS[13]!], [SCENARIOS[16]!]])(
+    'NDJSON: every event of the range, errors included, oldest first, as an attachment (%j)',
+    async (s) => {
+      const res = await h.request(`/api/sites/${tenant.siteId}/export?${query(s)}`, { key: tenant.key });
+      expect(res.status).toBe(200);
+      expect(res.headers.get('content-type')).toBe('application/x-ndjson; charset=utf-8');
+      expect(res.headers.get('content-disposition')).toMatch(
+        /^attachment; filename="trackhouse-site-\d+-.+\.ndjson"$/,
+      );
+      const text = await res.text();
+      const rows =
+        text === ''
+          ? []
+          : text
+              .trimEnd()
+              .split('\n')
+              .map((l) => JSON.parse(l) as Record<string, unknown>);
+      const expected = exported(s);
+      expect(rows.map(({ lat: _a, lon: _b, ...r }) => r)).toEqual(
+        expected.map(({ lat: _a, lon: _b, ...r }) => r),
+      );
+      rows.forEach((r, i) => {
+        expect(r.lat).toBeCloseTo(expected[i]!.lat, 3);
+        expect(r.lon).toBeCloseTo(expected[i]!.lon, 3);
+      });
+    },
+  );
+
+  it('CSV: a header, quoted text that survives commas, quotes and line breaks, formulas defused', async () => {
+    const s = { startDate: '2026-03-18', endDate: '2026-03-18' };
+    const res = await h.request(`/api/sites/${tenant.siteId}/export?${query(s, { format: 'csv' })}`, {
+      key: tenant.key,
+    });
+    expect(res.status).toBe(200);
+    expect(res.headers.get('content-type')).toBe('text/csv; charset=utf-8');
+    expect(res.headers.get('content-disposition')).toMatch(/^attachment; filename=".+\.csv"$/);
+    const [header, ...rows] = parseCsv(await res.text());
+    const expected = exported(s);
+    expect(header).toEqual(Object.keys(expected[0]!));
+    expect(rows.length).toBe(expected.length);
+    const defused = (v: unknown) => (typeof v === 'string' && /^[=+\-@\t\r]/.test(v) ? `'${v}` : v);
+    rows.forEach((row, i) => {
+      const e = expected[i]!;
+      const fields = Object.fromEntries(header!.map((name, j) => [name, row[j]]));
+      expect(fields).toEqual(
+        Object.fromEntries(
+          Object.entries(e).map(([k, v]) => [k, typeof v === 'number' ? fields[k] : String(defused(v))]),
+        ),
+      );
+      expect(Number(fields.screen_width)).toBe(e.screen_width);
+      expect(Number(fields.lat)).toBeCloseTo(e.lat, 3);
+    });
+    const titles = rows.map((r) => r[header!.indexOf('page_title')]);
+    expect(titles).toContain(`'=HYPERLINK("http://evil.example","x")`);
+    expect(titles).toContain(`'\tindented, "quoted"\nand a second line`);
+    expect(titles).toContain(`'-2+3`);
+    expect(titles).toContain('Zed');
+  });
+
+  it('a download abandoned midway cancels its query and the engine keeps serving', async () => {
+    const res = await h.request(`/api/sites/${tenant.siteId}/export`, { key: tenant.key });
+    const reader = res.body!.getReader();
+    const first = await reader.read();
+    expect(first.done).toBe(false);
+    await reader.cancel();
+    const after = await get<{ data: { sessions: number } }>('overview', {});
+    expect(after.body.data.sessions).toBe(ref.overview(selectionOf({})).sessions);
+  });
+
+  it('reads of the export follow the access rules: public site, private link, strangers', async () => {
+    const stranger = await h.tenant('owner', false);
+    const denied = await h.json(`/api/sites/${tenant.siteId}/export`, { key: stranger.key });
+    expect([denied.status, denied.body.code]).toEqual([403, 'ACCESS_DENIED']);
+    const anonymous = await h.json(`/api/sites/${tenant.siteId}/export`);
+    expect([anonymous.status, anonymous.body.code]).toEqual([401, 'MISSING_API_KEY']);
+    const open = await h.tenant();
+    await h.json(`/api/sites/${open.siteId}/config`, {
+      key: open.key,
+      method: 'PUT',
+      body: { public: true },
+    });
+    const pub = await h.request(`/api/sites/${open.siteId}/export`);
+    expect([pub.status, await pub.text()]).toEqual([200, '']);
+  });
+});
+
+describe('malformed parameters', () => {
+  const bad: [string, string][] = [
+    ['overview', 'compare=previous'],
+    ['overview', 'compare=previous&start_date=2026-03-01'],
+    ['overview', 'compare=next&start_date=2026-03-01&end_date=2026-03-02'],
+    ['overview-bucketed', 'bucket=year'],
+    ['overview-bucketed', 'bucket=hour'],
+    ['overview-bucketed', 'bucket=minute&start_date=2026-03-01'],
+    ['overview-bucketed', 'bucket=minute&start_date=2026-03-01&end_date=2026-03-03'],
+    ['overview-bucketed', 'bucket=five_minutes&start_date=2026-03-01&end_date=2026-03-07'],
+    ['overview-bucketed', 'bucket=hour&start_date=2026-01-01&end_date=2026-03-31'],
+    ['overview-bucketed', 'bucket=hour&start_date=2026-01-01&end_date=2026-03-25'],
+    ['overview-bucketed', 'bucket=day&start_date=2020-01-01&end_date=2026-01-01'],
+    ['overview-bucketed', 'bucket=week&start_date=1900-01-01&end_date=2026-01-01'],
+    ['metric', ''],
+    ['metric', 'parameter=user_id'],
+    ['metric', 'parameter=screen_width'],
+    ['metric', 'parameter=country&limit=1001'],
+    ['metric', 'parameter=country&limit=0'],
+    ['metric', 'parameter=country&page=1001'],
+    ['sessions', 'limit=101'],
+    ['sessions', 'page=0'],
+    ['sessions', 'page=1001'],
+    ['sessions', `user_id=${'x'.repeat(256)}`],
+    ['sessions/019cc045-78b2-77e4-8f3b-a5943bc53571', 'limit=1001'],
+    ['sessions/019cc045-78b2-77e4-8f3b-a5943bc53571', 'offset=100001'],
+    ['users', 'sort=name'],
+    ['users', 'order=up'],
+    ['users', 'limit=101'],
+    ['users', 'page=1001'],
+    ['live-user-count', 'minutes=0'],
+    ['live-user-count', 'minutes=61'],
+    ['export', 'format=xml'],
+    ['export', 'time_zone=Mars/Olympus'],
+    ['export', 'filters=nope'],
+  ];
+  it.each(bad)('%s?%s → 400 with details', async (path, qs) => {
+    const res = await h.json<{ success: boolean; code: string; details: { fieldErrors: object } }>(
+      `/api/sites/${tenant.siteId}/${path}?${qs}`,
+      { key: tenant.key },
+    );
+    expect([res.status, res.body.success, res.body.code]).toEqual([400, false, 'INVALID_PARAMS']);
+    expect(res.body.details).toHaveProperty('fieldErrors');
+  });
+
+  it('accepts the largest ranges within the bucket limit', async () => {
+    for (const qs of [
+      'bucket=hour&start_date=2026-01-01&end_date=2026-03-24&time_zone=Europe/Berlin',
+      'bucket=day&start_date=2021-01-01&end_date=2026-06-23',
+      'bucket=minute&start_date=2026-03-08&end_date=2026-03-08&time_zone=America/New_York',
+    ]) {
+      const res = await h.json<{ data: unknown[] }>(`/api/sites/${tenant.siteId}/overview-bucketed?${qs}`, {
+        key: tenant.key,
+      });
+      expect(res.status).toBe(200);
+      expect(res.body.data.length).toBeLessThanOrEqual(2000);
+    }
+  });
+});
