@@ -53,6 +53,7 @@ function runWrk(
         BODIES_FILE: opts.bodiesFile,
         TARGET_PATH: opts.path,
         AUTH_HEADER: opts.auth ?? '',
+        FORWARDED_FOR: '1',
       },
     },
   ).toString();
@@ -101,8 +102,10 @@ export async function benchIngest(args: string[]): Promise<void> {
     const path = batch ? '/api/track/batch' : '/api/track';
     const auth = batch ? `Bearer ${apiKey}` : undefined;
     const perRequest = batch ? batchSize : 1;
-    // A batch request counts once against the per-key rate limit: lift it for the run.
-    const limits = { TRACK_RATE_LIMIT_MAX: '100000000' };
+    // A batch request counts once against the per-key rate limit: lift it for the run. Keyless
+    // requests come as from the shipped proxy (TRUST_PROXY=1), each visitor with its address,
+    // and keep the default per-address budget.
+    const limits = { TRACK_RATE_LIMIT_MAX: '100000000', TRUST_PROXY: '1' };
 
     trivial = await startEntry('bench/trivial-server.ts', {});
     runWrk(trivial.url, { bodiesFile, path, seconds: 2, connections, auth }); // warm-up
@@ -111,6 +114,7 @@ export async function benchIngest(args: string[]): Promise<void> {
     trivial = undefined;
 
     server = await startEntry('apps/server/src/main.ts', { ...env, ...limits });
+    await enableEveryFeature(server.url, siteId, apiKey);
     runWrk(server.url, { bodiesFile, path, seconds: 2, connections, auth }); // warm-up: caches, JIT
     const warmup = await countStored(server, dataDir, siteId, true);
     server = await startEntry('apps/server/src/main.ts', { ...env, ...limits });
@@ -144,6 +148,22 @@ export async function benchIngest(args: string[]): Promise<void> {
     await trivial?.stop('SIGKILL');
     rmSync(dataDir, { recursive: true, force: true });
   }
+}
+
+/** Every event type of the mix is recorded (none is answered `tracked: false`). */
+async function enableEveryFeature(url: string, siteId: number, apiKey: string): Promise<void> {
+  const res = await fetch(`${url}/api/sites/${siteId}/config`, {
+    method: 'PUT',
+    headers: { authorization: `Bearer ${apiKey}`, 'content-type': 'application/json' },
+    body: JSON.stringify({
+      trackErrors: true,
+      webVitals: true,
+      trackButtonClicks: true,
+      trackCopy: true,
+      trackFormInteractions: true,
+    }),
+  });
+  if (!res.ok) throw new Error(`enabling the site's features failed: ${res.status} ${await res.text()}`);
 }
 
 /** Stops the server with SIGTERM (it drains its buffer), then counts the site's rows. */

@@ -1,6 +1,9 @@
 import { rng } from '@trackhouse/clickhouse';
 
-/** A realistic, reproducible mix of tracking payloads: many UAs and IPs, all four event types. */
+/**
+ * A realistic, reproducible mix of tracking payloads: many UAs and IPs, every event type the
+ * browser client sends (the bench turns every feature of its site on).
+ */
 
 const USER_AGENTS = [
   'Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/131.0.0.0 Safari/537.36',
@@ -55,6 +58,36 @@ const QUERIES = [
 ];
 const LANGS = ['en-US', 'en-GB', 'de-DE', 'fr-FR', 'es-ES', 'ja-JP', 'pt-BR'];
 
+/** Shares of each type: pageviews first, then what the browser client sends beside them. */
+const MIX: [string, number][] = [
+  ['pageview', 0.6],
+  ['performance', 0.1],
+  ['custom_event', 0.12],
+  ['outbound', 0.05],
+  ['error', 0.03],
+  ['button_click', 0.04],
+  ['copy', 0.02],
+  ['form_submit', 0.02],
+  ['input_change', 0.02],
+];
+
+function pickType(roll: number): string {
+  let sum = 0;
+  for (const [type, share] of MIX) {
+    sum += share;
+    if (roll < sum) return type;
+  }
+  return 'pageview';
+}
+
+/** Properties as the browser client builds them for autocaptured events. */
+const AUTOCAPTURE: Record<string, Record<string, unknown>> = {
+  button_click: { text: 'Start free trial', plan: 'pro' },
+  copy: { text: 'npm install trackhouse', sourceElement: 'code' },
+  form_submit: { formId: 'signup', formName: '', formAction: '/signup', method: 'POST', fieldCount: 3 },
+  input_change: { element: 'input', inputName: 'email', inputType: 'email', formId: 'signup' },
+};
+
 /**
  * `count` events from `count / 5` visitors (each with its own address and browser), as real
  * traffic has: visitors send several events, so addresses and user agents repeat.
@@ -69,8 +102,7 @@ export function makeEvents(siteId: number, count: number, seed = 7): Record<stri
   }));
   const events: Record<string, unknown>[] = [];
   for (let i = 0; i < count; i++) {
-    const roll = r();
-    const type = roll < 0.7 ? 'pageview' : roll < 0.88 ? 'custom_event' : roll < 0.95 ? 'outbound' : 'error';
+    const type = pickType(r());
     const visitor = pick(visitors);
     const ip = visitor.ip;
     const event: Record<string, unknown> = {
@@ -103,6 +135,17 @@ export function makeEvents(siteId: number, count: number, seed = 7): Record<stri
         fileName: 'app.js',
         lineNumber: 1,
       });
+    } else if (type === 'performance') {
+      event.event_name = 'web-vitals';
+      Object.assign(event, {
+        lcp: Math.round(800 + r() * 3000),
+        cls: Math.round(r() * 30) / 100,
+        inp: r() < 0.3 ? null : Math.round(40 + r() * 400),
+        fcp: Math.round(400 + r() * 2000),
+        ttfb: Math.round(50 + r() * 700),
+      });
+    } else if (type !== 'pageview') {
+      event.properties = JSON.stringify(AUTOCAPTURE[type]);
     }
     events.push(event);
   }

@@ -1,4 +1,4 @@
-import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { runEntry, type StartedServer, startEntry } from '../test/processes';
@@ -8,6 +8,61 @@ function option(args: string[], name: string): string | undefined {
   return i >= 0 ? args[i + 1] : undefined;
 }
 
+/** Metric parameters timed: a session attribute, entry page, page values, event names, referrers. */
+const METRIC_BENCH = [
+  'country',
+  'browser',
+  'channel',
+  'referrer',
+  'entry_page',
+  'pathname',
+  'page_title',
+  'event_name',
+];
+
+/** Resident set size of a process, in MB (Linux). */
+function rssMb(pid: number): number {
+  const status = readFileSync(`/proc/${pid}/status`, 'utf8');
+  return Number(/VmRSS:\s+(\d+)/.exec(status)?.[1] ?? 0) / 1024;
+}
+
+/**
+ * Streams one export to the end, counting lines, while sampling the server's RSS every 100 ms:
+ * events per second, and the RSS growth over the server's size before the request.
+ */
+async function measureExport(url: string, headers: Record<string, string>, pid: number) {
+  const before = rssMb(pid);
+  let peak = before;
+  const sampler = setInterval(() => {
+    peak = Math.max(peak, rssMb(pid));
+  }, 100);
+  const t0 = performance.now();
+  let lines = 0;
+  let bytes = 0;
+  try {
+    const res = await fetch(url, { headers });
+    if (res.status !== 200 || !res.body) throw new Error(`export: HTTP ${res.status}`);
+    for await (const chunk of res.body) {
+      bytes += chunk.length;
+      for (let i = 0; i < chunk.length; i++) if (chunk[i] === 10) lines++;
+    }
+  } finally {
+    clearInterval(sampler);
+  }
+  const seconds = (performance.now() - t0) / 1000;
+  const perSecond = Math.round(lines / seconds);
+  const growth = Math.round(peak - before);
+  return {
+    events: lines,
+    mb: Math.round(bytes / 1_048_576),
+    seconds: Number(seconds.toFixed(1)),
+    events_per_s: perSecond,
+    rss_before_mb: Math.round(before),
+    rss_growth_mb: growth,
+    ok: perSecond >= 500_000 && growth <= 100,
+  };
+}
+
 const percentile = (sorted: number[], p: number) =>
   sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)]!;
 
@@ -15,7 +70,8 @@ const percentile = (sorted: number[], p: number) =>
  * `pnpm bench query [--events N] [--days D] [--runs R] [--data-dir DIR]`: seeds a site with
  * realistic events (default 10 M over 30 days; a given --data-dir is seeded once and reused),
  * starts the standalone server and times every read endpoint over the 30-day range, with and
- * without filters. Prints p50/p95 per endpoint against the targets.
+ * without two filters. Prints p50/p95 per endpoint against the targets, then streams the whole
+ * range as an export: events per second and the server's RSS growth.
  */
 export async function benchQuery(args: string[]): Promise<void> {
   const events = Number(option(args, 'events') ?? 10_000_000);
@@ -45,7 +101,7 @@ export async function benchQuery(args: string[]): Promise<void> {
       if (seeded.code !== 0) throw new Error(seeded.stderr || seeded.stdout);
       console.log(`seeded: ${seeded.stdout.trim()}`);
       rmSync(marker, { force: true });
-      (await import('node:fs')).writeFileSync(marker, seeded.stdout);
+      writeFileSync(marker, seeded.stdout);
     }
     server = await startEntry('apps/server/src/main.ts', env);
     const base = `${server.url}/api/sites/${siteId}`;
@@ -67,30 +123,47 @@ export async function benchQuery(args: string[]): Promise<void> {
     const end = new Date();
     const start = new Date(end.getTime() - (days - 1) * 86_400_000);
     const range = `start_date=${start.toISOString().slice(0, 10)}&end_date=${end.toISOString().slice(0, 10)}&time_zone=Europe/Berlin`;
+    // Two filters, as a dashboard applies them: a place and a part of the site.
     const filters = `filters=${encodeURIComponent(
       JSON.stringify([
         { parameter: 'country', type: 'equals', value: ['US', 'DE'] },
         { parameter: 'pathname', type: 'contains', value: ['docs', 'checkout', 'pricing'] },
-        { parameter: 'device_type', type: 'not_equals', value: ['tablet'] },
       ]),
     )}`;
-    const firstPage = (await (await fetch(`${base}/events?${range}&page_size=50`, { headers })).json()) as {
-      cursor: { next: string };
-    };
-    const endpoints: [string, string, number][] = [
-      ['GET site', '', 200],
-      ['goals', `/goals?${range}`, 200],
-      ['goal sessions', `/goals/${goalIds[2]}/sessions?${range}`, 200],
-      ['events page', `/events?${range}&page_size=50`, 50],
-      ['events next page', `/events?${range}&page_size=50&cursor=${firstPage.cursor.next}`, 50],
-      ['event names', `/events/names?${range}`, 200],
-      ['event properties', `/events/properties?${range}&event_name=purchase`, 200],
-      ['outbound', `/events/outbound?${range}`, 200],
+    const first = async <T>(path: string) => (await (await fetch(`${base}${path}`, { headers })).json()) as T;
+    const firstPage = await first<{ cursor: { next: string } }>(`/events?${range}&page_size=50`);
+    const session = await first<{ data: { session_id: string }[] }>(`/sessions?${range}&limit=1`);
+    const user = await first<{ data: { user_id: string }[] }>(`/users?${range}&limit=1`);
+    // [name, path, target ms unfiltered, target ms filtered (undefined: filters do not apply)]
+    const endpoints: [string, string, number, number | undefined][] = [
+      ['GET site', '', 200, undefined],
+      ['goals', `/goals?${range}`, 100, 300],
+      ['goal sessions', `/goals/${goalIds[2]}/sessions?${range}`, 100, 300],
+      ['events page', `/events?${range}&page_size=50`, 50, 50],
+      ['events next page', `/events?${range}&page_size=50&cursor=${firstPage.cursor.next}`, 50, 50],
+      ['event names', `/events/names?${range}`, 200, 200],
+      ['event properties', `/events/properties?${range}&event_name=purchase`, 200, 200],
+      ['outbound', `/events/outbound?${range}`, 200, 200],
+      ['overview', `/overview?${range}`, 100, 300],
+      ['overview compare', `/overview?${range}&compare=previous`, 100, 300],
+      ['overview-bucketed day', `/overview-bucketed?${range}&bucket=day`, 100, 300],
+      ['overview-bucketed hour', `/overview-bucketed?${range}&bucket=hour`, 100, 300],
+      ...METRIC_BENCH.map((m): [string, string, number, number] => [
+        `metric ${m}`,
+        `/metric?${range}&parameter=${m}`,
+        100,
+        300,
+      ]),
+      ['sessions', `/sessions?${range}`, 100, 300],
+      ['session', `/sessions/${session.data[0]?.session_id}?${range}`, 100, undefined],
+      ['users', `/users?${range}`, 100, 300],
+      ['user', `/users/${user.data[0]?.user_id}?${range}`, 100, undefined],
+      ['live-user-count', `/live-user-count?${range}`, 100, 300],
     ];
     const rows: Record<string, string | number | boolean>[] = [];
-    for (const [name, path, target] of endpoints) {
+    for (const [name, path, unfiltered, filteredTarget] of endpoints) {
       for (const filtered of [false, true]) {
-        if (filtered && path === '') continue;
+        if (filtered && filteredTarget === undefined) continue;
         const url = `${base}${path}${filtered ? `&${filters}` : ''}`;
         const times: number[] = [];
         for (let i = 0; i < runs + 3; i++) {
@@ -102,6 +175,7 @@ export async function benchQuery(args: string[]): Promise<void> {
         }
         times.sort((a, b) => a - b);
         const p95 = percentile(times, 95);
+        const target = filtered ? filteredTarget! : unfiltered;
         rows.push({
           endpoint: name,
           filters: filtered,
@@ -114,9 +188,11 @@ export async function benchQuery(args: string[]): Promise<void> {
     }
     console.log(`\n${events} events over ${days} days, ${runs} runs per endpoint (embedded engine)\n`);
     console.table(rows);
-    console.log(
-      rows.every((r) => r.ok) ? 'every endpoint within its target' : 'SOME ENDPOINTS MISS THEIR TARGET',
-    );
+    const exported = await measureExport(`${base}/export?${range}`, headers, server.child.pid!);
+    console.log('\nexport (NDJSON, the whole range, one request)\n');
+    console.table([exported]);
+    const ok = rows.every((r) => r.ok) && exported.ok;
+    console.log(ok ? 'every endpoint within its target' : 'SOME ENDPOINTS MISS THEIR TARGET');
   } finally {
     await server?.stop('SIGTERM');
     if (!given) rmSync(dataDir, { recursive: true, force: true });

@@ -9,7 +9,11 @@ function init(args)
   local target = os.getenv("TARGET_PATH") or "/api/track"
   local headers = { ["Content-Type"] = "application/json" }
   if auth and auth ~= "" then headers["Authorization"] = auth end
+  local proxied = os.getenv("FORWARDED_FOR") == "1"
   for line in io.lines(os.getenv("BODIES_FILE")) do
+    -- Behind the shipped proxy each visitor arrives with its own X-Forwarded-For address, and
+    -- keyless tracking is budgeted per address: send the one the event claims.
+    if proxied then headers["X-Forwarded-For"] = string.match(line, '"ip_address":"([^"]+)"') end
     requests[#requests + 1] = wrk.format("POST", target, headers, line)
   end
   counter = math.random(1, #requests)

@@ -3,6 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { type EmbeddedServer, startEmbeddedPostgres } from '@trackhouse/postgres';
 import type { TestProject } from 'vitest/node';
+import { ensureDashboardBuilt } from '../apps/dashboard/build';
 
 declare module 'vitest' {
   export interface ProvidedContext {
@@ -27,6 +28,8 @@ export async function setup(project: TestProject): Promise<void> {
     embedded = await startEmbeddedPostgres(dataDir);
     postgresUrl = embedded.url;
   }
+  // The query service serves the dashboard's build, and the browser tests open it.
+  await ensureDashboardBuilt();
   project.provide('postgresUrl', postgresUrl);
   project.provide('redisUrl', process.env.REDIS_URL ?? '');
 }

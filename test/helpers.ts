@@ -5,6 +5,7 @@ import { fileURLToPath } from 'node:url';
 import { type ClickHouse, createClickHouse, migrateClickHouse } from '@trackhouse/clickhouse';
 import { connect, migratePostgres, type Pool } from '@trackhouse/postgres';
 import { inject } from 'vitest';
+import { startClickHouseBridge } from './clickhouse-http-bridge';
 
 export const ROOT = fileURLToPath(new URL('..', import.meta.url));
 export const CLICKHOUSE_MIGRATIONS = join(ROOT, 'infra/clickhouse');
@@ -40,13 +41,65 @@ export async function createTestDatabase(): Promise<{ sql: Pool; url: string; dr
   };
 }
 
-/** The embedded ClickHouse engine on a fresh data directory, migrated. One per test file. */
-export async function createTestClickHouse(): Promise<{
+/**
+ * How the test suites reach ClickHouse: `embedded` (default) opens the engine in-process;
+ * `http` (TEST_CLICKHOUSE=http) starts the HTTP bridge in front of it and connects with the
+ * server form, so the production server path (HTTP, URL settings, streamed inserts) runs;
+ * `cluster` (TEST_CLICKHOUSE=cluster) does the same with the cluster form of the schema.
+ */
+export type TestClickHouseMode = 'embedded' | 'http' | 'cluster';
+export const TEST_CLICKHOUSE: TestClickHouseMode =
+  process.env.TEST_CLICKHOUSE === 'http' || process.env.TEST_CLICKHOUSE === 'cluster'
+    ? process.env.TEST_CLICKHOUSE
+    : 'embedded';
+
+/** A fresh ClickHouse on a fresh data directory, migrated. One per test file. */
+export async function createTestClickHouse(mode: TestClickHouseMode = TEST_CLICKHOUSE): Promise<{
   ch: ClickHouse;
   dir: string;
+  /** The bridge's address in `http` mode. */
+  url?: string;
   close: () => Promise<void>;
 }> {
   const dir = await tempDir('ch');
+  if (mode !== 'embedded') {
+    // `cluster`: the cluster form of the schema (Distributed tables over local ones) on an
+    // engine configured as a one-node cluster (see the bridge for what that leaves out).
+    const cluster = mode === 'cluster' ? 'trackhouse' : undefined;
+    const bridge = await startClickHouseBridge({
+      dataDir: dir.path,
+      username: 'tester',
+      password: 'pw',
+      ...(cluster ? { cluster } : {}),
+    });
+    // A database other than `default`, so that the configured name is honoured everywhere.
+    const ch = createClickHouse({
+      kind: 'server',
+      url: bridge.url,
+      username: 'tester',
+      password: 'pw',
+      database: 'trackhouse_test',
+      ...(cluster ? { cluster } : {}),
+    });
+    try {
+      await ch.ensureDatabase();
+      await migrateClickHouse(ch, CLICKHOUSE_MIGRATIONS);
+    } catch (err) {
+      await ch.close();
+      await bridge.close();
+      throw err;
+    }
+    return {
+      ch,
+      dir: dir.path,
+      url: bridge.url,
+      close: async () => {
+        await ch.close();
+        await bridge.close();
+        await dir.remove();
+      },
+    };
+  }
   const ch = createClickHouse({ kind: 'embedded', dataDir: dir.path, queryPoolSize: 2 });
   await migrateClickHouse(ch, CLICKHOUSE_MIGRATIONS);
   return {
@@ -59,4 +112,13 @@ export async function createTestClickHouse(): Promise<{
   };
 }
 
-export { cleanEnv, type RunResult, runEntry, type StartedServer, startEntry } from './processes';
+export {
+  cleanEnv,
+  type RunResult,
+  runCommand,
+  runEntry,
+  type SpawnedEntry,
+  type StartedServer,
+  spawnEntry,
+  startEntry,
+} from './processes';

@@ -10,18 +10,14 @@ export interface RunResult {
   stderr: string;
 }
 
-/** Runs a TypeScript entry point of this repo in its own Node process (through tsx). */
-export function runEntry(
-  entry: string,
+/** Runs a command in the repository's root and collects what it printed. */
+export function runCommand(
+  command: string,
   args: string[],
-  env: Record<string, string | undefined>,
+  env: Record<string, string | undefined> = process.env,
 ): Promise<RunResult> {
   return new Promise((resolveRun, reject) => {
-    const child = spawn(process.execPath, ['--import', 'tsx', join(ROOT, entry), ...args], {
-      cwd: ROOT,
-      env: { ...cleanEnv(), ...env },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
+    const child = spawn(command, args, { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] });
     let stdout = '';
     let stderr = '';
     child.stdout.on('data', (d: Buffer) => {
@@ -32,6 +28,18 @@ export function runEntry(
     });
     child.on('error', reject);
     child.on('close', (code) => resolveRun({ code, stdout, stderr }));
+  });
+}
+
+/** Runs a TypeScript entry point of this repo in its own Node process (through tsx). */
+export function runEntry(
+  entry: string,
+  args: string[],
+  env: Record<string, string | undefined>,
+): Promise<RunResult> {
+  return runCommand(process.execPath, ['--import', 'tsx', join(ROOT, entry), ...args], {
+    ...cleanEnv(),
+    ...env,
   });
 }
 
@@ -84,4 +92,44 @@ export function startEntry(entry: string, env: Record<string, string | undefined
     child.stderr.on('data', keep);
     child.once('exit', (code) => reject(new Error(`exited with ${code} before listening:\n${output}`)));
   });
+}
+
+export interface SpawnedEntry {
+  child: ChildProcess;
+  output: () => string;
+  /** The exit code (null when a signal ended it). */
+  exited: Promise<number | null>;
+  /** Resolves with the first match in its output (stdout and stderr); rejects if it exits first. */
+  waitFor: (pattern: RegExp) => Promise<RegExpMatchArray>;
+}
+
+/** Starts an entry point without waiting for anything: for tests that signal it mid-start. */
+export function spawnEntry(entry: string, env: Record<string, string | undefined>): SpawnedEntry {
+  const child = spawn(process.execPath, ['--import', 'tsx', join(ROOT, entry)], {
+    cwd: ROOT,
+    env: { ...cleanEnv(), PORT: '0', LOG_LEVEL: 'warn', ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let output = '';
+  const keep = (d: Buffer) => {
+    output += d.toString();
+  };
+  child.stdout.on('data', keep);
+  child.stderr.on('data', keep);
+  const exited = new Promise<number | null>((r) => child.once('exit', (code) => r(code)));
+  const waitFor = (pattern: RegExp) =>
+    new Promise<RegExpMatchArray>((resolveMatch, reject) => {
+      const check = () => {
+        const match = output.match(pattern);
+        if (!match) return;
+        child.stdout.off('data', check);
+        child.stderr.off('data', check);
+        resolveMatch(match);
+      };
+      child.stdout.on('data', check);
+      child.stderr.on('data', check);
+      check();
+      exited.then((code) => reject(new Error(`exited with ${code} before printing ${pattern}:\n${output}`)));
+    });
+  return { child, output: () => output, exited, waitFor };
 }

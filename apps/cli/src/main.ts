@@ -1,5 +1,10 @@
 import { parseArgs } from 'node:util';
-import { ClickHouseLockedError, seedEvents } from '@trackhouse/clickhouse';
+import {
+  ClickHouseLockedError,
+  migrationsTableStatement,
+  planClickHouseMigrations,
+  seedEvents,
+} from '@trackhouse/clickhouse';
 import { ConfigError, loadConfig } from '@trackhouse/core';
 import { getSite, migratePostgres, openDatabase, type Pool } from '@trackhouse/postgres';
 import { MIGRATIONS, openClickHouse } from '@trackhouse/runtime';
@@ -13,9 +18,14 @@ const USAGE = `Usage: trackhouse <command> [options] [--json]
   users create --org ID --email E --role owner|admin|member | users list [--org ID]
   keys create --user ID --name N [--expires-in-days D] | keys list --user ID
   sites create --org ID --name N --domain D | sites list [--org ID]
-  migrate                                       apply ClickHouse and Postgres migrations
+  migrate [--dry-run]                           apply ClickHouse and Postgres migrations; --dry-run
+                                                prints the ClickHouse SQL for the configured mode
+                                                (single node or CLICKHOUSE_CLUSTER), touching nothing
   seed --site ID [--events N] [--days D]        generate realistic events straight into ClickHouse
                                                 (embedded: stop the server first)
+  buffer list | buffer show|retry|drop FILE     rows of the ingest buffer ClickHouse refused (dead
+                                                letters); retry inserts them again (embedded: stop
+                                                the server first)
 
 Reads the same environment as the server (DATA_DIR, DATABASE_URL, CLICKHOUSE_URL, ...).`;
 
@@ -63,6 +73,30 @@ async function migrate(sql: Pool, config: ReturnType<typeof loadConfig>): Promis
   return {
     json: { postgres: { applied: postgres.applied }, clickhouse },
     table: [{ postgres: postgres.applied.join(', ') || 'up to date', clickhouse: clickhouse.status }],
+  };
+}
+
+/**
+ * The ClickHouse statements `migrate` would run for the configured mode, from the files alone
+ * (no database is opened, so every file is listed: which ones a database already has is not
+ * known). One statement per block, blocks separated by a blank line.
+ */
+async function migrationPlan(config: ReturnType<typeof loadConfig>): Promise<commands.Output> {
+  const cluster = config.CLICKHOUSE_CLUSTER;
+  const plan = [
+    { file: 'schema_migrations', statements: [migrationsTableStatement(cluster)] },
+    ...(await planClickHouseMigrations(MIGRATIONS.clickhouse, cluster)),
+  ];
+  const mode = cluster ? `cluster ${cluster}` : 'single node';
+  const blocks = plan.flatMap(({ file, statements }) =>
+    statements.map((s, i) => `${i === 0 ? `-- ${file}\n` : ''}${s.replace(/\n\s*\n/g, '\n')};`),
+  );
+  return {
+    json: {
+      mode,
+      statements: plan.flatMap(({ file, statements }) => statements.map((sql) => ({ file, sql }))),
+      text: [`-- ClickHouse migrations for ${mode} (dry run: nothing is applied)`, ...blocks].join('\n\n'),
+    },
   };
 }
 
@@ -126,6 +160,7 @@ async function main(argv: string[]): Promise<number> {
       allowPositionals: true,
       options: {
         json: { type: 'boolean', default: false },
+        'dry-run': { type: 'boolean', default: false },
         help: { type: 'boolean', short: 'h', default: false },
         ...Object.fromEntries(STRING_OPTIONS.map((o) => [o, { type: 'string' as const }])),
       },
@@ -139,8 +174,9 @@ async function main(argv: string[]): Promise<number> {
     console.log(USAGE);
     return parsed.values.help ? 0 : 2;
   }
+  const isBuffer = parsed.positionals[0] === 'buffer';
   const handler = HANDLERS[name];
-  if (!handler && name !== 'migrate' && name !== 'seed')
+  if (!handler && name !== 'migrate' && name !== 'seed' && !isBuffer)
     return fail(`unknown command "${name}"\n\n${USAGE}`, json, 2);
 
   let config: ReturnType<typeof loadConfig>;
@@ -149,27 +185,47 @@ async function main(argv: string[]): Promise<number> {
   } catch (err) {
     return fail(err instanceof ConfigError ? err.message : String(err), json, 2);
   }
+  if (name === 'migrate' && parsed.values['dry-run'] === true) {
+    return run(() => migrationPlan(config), json, true);
+  }
+  // Dead letters are files and ClickHouse rows: no Postgres needed (nor the ingest modules
+  // loaded for the other commands).
+  if (isBuffer) {
+    const { buffer } = await import('./buffer');
+    return run(() => buffer(config, parsed.positionals.slice(1)), json);
+  }
   const db = await openDatabase(
-    config.DATABASE_URL ? { url: config.DATABASE_URL, max: 2 } : { dataDir: config.DATA_DIR, max: 2 },
+    config.DATABASE_URL
+      ? { url: config.DATABASE_URL, max: 2 }
+      : {
+          dataDir: config.DATA_DIR,
+          max: 2,
+          // Right after the server stopped, its embedded PostgreSQL may still be shutting down.
+          embedded: { onWait: (message) => console.error(`trackhouse: ${message}`) },
+        },
   );
   try {
-    let output: commands.Output;
-    if (name === 'migrate') {
-      output = await migrate(db.sql, config);
-    } else if (name === 'seed') {
+    return await run(async () => {
+      if (name === 'migrate') return migrate(db.sql, config);
       await migratePostgres(db.sql, MIGRATIONS.postgres);
-      output = await seed(db.sql, config, parsed.values as Options);
-    } else {
-      await migratePostgres(db.sql, MIGRATIONS.postgres);
-      output = await handler!(db.sql, parsed.values as Options);
-    }
-    console.log(json ? JSON.stringify(output.json) : formatTable(output.table ?? [output.json]));
+      if (name === 'seed') return seed(db.sql, config, parsed.values as Options);
+      return handler!(db.sql, parsed.values as Options);
+    }, json);
+  } finally {
+    await db.close();
+  }
+}
+
+/** Runs a command and prints its output (or its error): the exit code. */
+async function run(command: () => Promise<commands.Output>, json: boolean, raw = false): Promise<number> {
+  try {
+    const output = await command();
+    if (raw && !json) console.log(String(output.json.text));
+    else console.log(json ? JSON.stringify(output.json) : formatTable(output.table ?? [output.json]));
     return 0;
   } catch (err) {
     if (err instanceof commands.UsageError) return fail(err.message, json, 2);
     return fail(err instanceof Error ? err.message : String(err), json, 1);
-  } finally {
-    await db.close();
   }
 }
 

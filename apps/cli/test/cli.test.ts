@@ -23,7 +23,8 @@ afterAll(async () => {
   await dataDir.remove();
 });
 
-describe('trackhouse CLI', () => {
+// Each case runs the CLI as its own processes (ten in one case): seconds each on a loaded machine.
+describe('trackhouse CLI', { timeout: 120_000 }, () => {
   it('init creates everything once, then only a key and a site per new domain', async () => {
     const first = await json('init', '--domain', 'example.com');
     expect(first.code).toBe(0);

@@ -1,3 +1,4 @@
+import { ensureDashboardBuilt } from '@trackhouse/dashboard/build';
 import { openIngestFromRuntime } from '@trackhouse/ingest';
 import { runService } from '@trackhouse/runtime';
 import { createStandaloneApp } from './app';
@@ -9,6 +10,8 @@ import { createStandaloneApp } from './app';
 runService({
   service: 'standalone',
   build: async (rt, ch) => {
+    // A fresh clone (or changed dashboard sources) gets its dashboard built before serving.
+    if ((await ensureDashboardBuilt()).built) rt.log.info('dashboard built');
     const readiness = rt.readinessChecks(ch);
     const ingest = await openIngestFromRuntime(rt, ch, readiness);
     const query = {

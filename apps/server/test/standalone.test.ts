@@ -29,6 +29,12 @@ describe('standalone server (embedded ClickHouse and PostgreSQL under DATA_DIR)'
       checks: { postgres: 'ok', 'memory-stores': 'ok', clickhouse: 'ok' },
     });
 
+    // `pnpm start` serves the dashboard at / (built when missing or stale).
+    const page = await fetch(first.url);
+    expect(page.headers.get('content-type')).toContain('text/html');
+    expect(page.headers.get('content-security-policy')).toContain("script-src 'self'");
+    expect(await page.text()).toMatch(/src="\/assets\/index-[\w-]+\.js"/);
+
     const init = await runEntry('apps/cli/src/main.ts', ['init', '--json'], env);
     expect(init.code).toBe(0);
     const created = JSON.parse(init.stdout) as { siteId: number; organizationId: string };

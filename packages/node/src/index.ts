@@ -159,7 +159,9 @@ export class Trackhouse {
 
   private track(fields: Record<string, unknown>): Promise<TrackResult> {
     if (this.closed) return Promise.resolve({ ok: false, status: 0, error: 'closed' });
-    const event = { site_id: this.siteId, ...fields };
+    // Every event carries an id of its own that each retry repeats: when an answer is lost
+    // after the server stored the event, the retry is recognised and stored once.
+    const event = { site_id: this.siteId, event_id: crypto.randomUUID(), ...fields };
     if (!this.batch) return this.send('/track', event).then(({ result }) => result);
     return new Promise((resolve) => {
       this.queue.push({ event, resolve });

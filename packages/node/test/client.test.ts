@@ -160,6 +160,50 @@ describe('against a live server', () => {
 });
 
 describe('failures', () => {
+  it('stores an event once when the answer to its first attempt is lost and the client retries', async () => {
+    // A proxy in front of the real ingest app: it forwards the first attempt and then drops the
+    // connection instead of answering, as a network fault after the server stored the event would.
+    const bodies: string[] = [];
+    const proxy: Server = createServer(async (req, res) => {
+      const chunks: Buffer[] = [];
+      for await (const chunk of req) chunks.push(chunk as Buffer);
+      const body = Buffer.concat(chunks).toString();
+      bodies.push(body);
+      const answer = await fetch(`${served.url}${req.url}`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', authorization: req.headers.authorization ?? '' },
+        body,
+      });
+      const text = await answer.text();
+      if (bodies.length === 1) {
+        res.socket?.destroy();
+        return;
+      }
+      res.writeHead(answer.status, { 'content-type': 'application/json' });
+      res.end(text);
+    });
+    await new Promise<void>((r) => proxy.listen(0, '127.0.0.1', r));
+    try {
+      const client = new Trackhouse({
+        analyticsHost: `http://127.0.0.1:${(proxy.address() as AddressInfo).port}/api`,
+        siteId: site.siteId,
+        apiKey: site.apiKey,
+        retryDelayMs: 5,
+      });
+      expect(await client.pageview({ pathname: '/lost-answer' })).toEqual({ ok: true, status: 200 });
+      expect(bodies).toHaveLength(2);
+      const ids = bodies.map((b) => (JSON.parse(b) as { event_id: string }).event_id);
+      expect(ids[0]).toMatch(/^[0-9a-f-]{36}$/);
+      expect(ids[1]).toBe(ids[0]);
+      await h.flush();
+      const rows = await h.rows<{ pathname: string; event_id: string }>(site.siteId);
+      expect(rows.filter((r) => r.pathname === '/lost-answer').map((r) => r.event_id)).toEqual([ids[0]]);
+    } finally {
+      await new Promise<void>((r) => proxy.close(() => r()));
+      proxy.closeAllConnections();
+    }
+  });
+
   it('retries 503 and 5xx with backoff, then succeeds', async () => {
     const server = await scripted([{ status: 503 }, { status: 502 }, { status: 200 }]);
     try {
