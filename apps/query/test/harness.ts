@@ -32,38 +32,51 @@ export async function createQueryHarness(
   ]);
   const stores = createMemoryStores();
   const config = { ...loadConfig(env), ...overrides };
-  const app = createApp({
-    log: createLogger('silent'),
-    registry: new Registry(),
-    sql: db.sql,
-    ch: chHandle.ch,
-    stores,
-    readiness: [],
-    settings: config,
-  });
-  const request = (
-    path: string,
-    init: { key?: string; method?: string; body?: unknown; headers?: Record<string, string> } = {},
-  ) =>
-    app.request(path, {
-      method: init.method ?? 'GET',
-      headers: {
-        ...(init.key ? { authorization: `Bearer ${init.key}` } : {}),
-        ...(init.body !== undefined ? { 'content-type': 'application/json' } : {}),
-        ...init.headers,
-      },
-      body: init.body === undefined ? undefined : JSON.stringify(init.body),
+  const appOn = (ch: ClickHouse) =>
+    createApp({
+      log: createLogger('silent'),
+      registry: new Registry(),
+      sql: db.sql,
+      ch,
+      stores,
+      readiness: [],
+      settings: config,
     });
+  const requester =
+    (target: ReturnType<typeof appOn>) =>
+    (
+      path: string,
+      init: { key?: string; method?: string; body?: unknown; headers?: Record<string, string> } = {},
+    ) =>
+      target.request(path, {
+        method: init.method ?? 'GET',
+        headers: {
+          ...(init.key ? { authorization: `Bearer ${init.key}` } : {}),
+          ...(init.body !== undefined ? { 'content-type': 'application/json' } : {}),
+          ...init.headers,
+        },
+        body: init.body === undefined ? undefined : JSON.stringify(init.body),
+      });
+  const jsonOf =
+    (req: ReturnType<typeof requester>) =>
+    async <T = Record<string, unknown>>(path: string, init: Parameters<typeof req>[1] = {}) => {
+      const res = await req(path, init);
+      return { status: res.status, body: (await res.json()) as T, headers: res.headers };
+    };
+  const app = appOn(chHandle.ch);
+  const request = requester(app);
   return {
     app,
     db,
     ch: chHandle.ch,
     stores,
     request,
-    async json<T = Record<string, unknown>>(path: string, init: Parameters<typeof request>[1] = {}) {
-      const res = await request(path, init);
-      return { status: res.status, body: (await res.json()) as T, headers: res.headers };
-    },
+    json: jsonOf(request),
+    /**
+     * `json` of the same app, database and stores on another ClickHouse handle (the same engine
+     * with `rollups: false`: answers from the events alone).
+     */
+    jsonOn: (ch: ClickHouse) => jsonOf(requester(appOn(ch))),
     /** An organization with a user of `role` (and a key), and optionally a site. */
     async tenant(role: Role = 'owner', site = true) {
       const org = await createOrganization(db.sql, uniqueName('org'));

@@ -61,6 +61,11 @@ export interface ClickHouse {
   readonly kind: 'server' | 'embedded';
   /** Set on a cluster: tables are Distributed over `<name>_local` tables (cluster.ts). */
   readonly cluster?: string;
+  /**
+   * `false`: analytics answers are computed from the events alone, never from the rollups
+   * (QUERY_ROLLUPS=off; the same answers, slower). Undefined or true: rollups where they apply.
+   */
+  readonly rollups?: boolean;
   readonly writer: ClickHouseClient;
   reader(): ClickHouseClient;
   /** Rows of a SELECT with bound `{name:Type}` parameters (and settings for this call). */

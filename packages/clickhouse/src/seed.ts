@@ -76,24 +76,33 @@ export async function seedEvents(
   return inserted;
 }
 
+/** The per-session rollups, partitioned by the UTC day a session began. */
+const SESSION_ROLLUPS = ['sessions', 'session_facts'];
+
 /**
- * Merges each partition of the session rollup (one per UTC day a session began) that holds
- * several parts, for the days before `today`. Returns the partitions merged.
+ * Merges each partition of the session rollups (one per UTC day a session began) that holds
+ * several parts, for the days before `today`. Returns the partitions merged, as `table:id`.
  */
 export async function compactSessionDays(ch: ClickHouse, today: Date): Promise<string[]> {
   // On a cluster: the parts of every replica's local table, merged on each shard (ON CLUSTER).
   const parts = ch.cluster ? `clusterAllReplicas('${ch.cluster}', system.parts)` : 'system.parts';
-  const table = ch.cluster ? `sessions${LOCAL_SUFFIX}` : 'sessions';
-  const rows = await ch.query<{ id: string }>(
-    `SELECT partition_id AS id FROM ${parts}
-     WHERE database = currentDatabase() AND table = {table:String} AND active
-     GROUP BY partition_id HAVING count() > 1 AND partition_id < {today:String}
-     ORDER BY partition_id`,
-    { table, today: today.toISOString().slice(0, 10).replaceAll('-', '') },
-  );
-  const ids = rows.map((r) => r.id).filter((id) => /^\d{8}$/.test(id));
   const onCluster = ch.cluster ? ` ON CLUSTER ${ch.cluster}` : '';
-  // A partition id is not a value OPTIMIZE can bind; these are eight digits from system.parts.
-  for (const id of ids) await ch.command(`OPTIMIZE TABLE ${table}${onCluster} PARTITION ID '${id}' FINAL`);
-  return ids;
+  const merged: string[] = [];
+  for (const rollup of SESSION_ROLLUPS) {
+    const table = ch.cluster ? `${rollup}${LOCAL_SUFFIX}` : rollup;
+    const rows = await ch.query<{ id: string }>(
+      `SELECT partition_id AS id FROM ${parts}
+       WHERE database = currentDatabase() AND table = {table:String} AND active
+       GROUP BY partition_id HAVING count() > 1 AND partition_id < {today:String}
+       ORDER BY partition_id`,
+      { table, today: today.toISOString().slice(0, 10).replaceAll('-', '') },
+    );
+    const ids = rows.map((r) => r.id).filter((id) => /^\d{8}$/.test(id));
+    // A partition id is not a value OPTIMIZE can bind; these are eight digits from system.parts.
+    for (const id of ids) {
+      await ch.command(`OPTIMIZE TABLE ${table}${onCluster} PARTITION ID '${id}' FINAL`);
+      merged.push(`${rollup}:${id}`);
+    }
+  }
+  return merged;
 }

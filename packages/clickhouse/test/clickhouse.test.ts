@@ -8,6 +8,10 @@ import {
   compactSessionDays,
   LOCAL_SUFFIX,
   migrateClickHouse,
+  Params,
+  readRollup,
+  rollupSessionRows,
+  type Settled,
   splitStatements,
 } from '../src';
 
@@ -186,7 +190,7 @@ describe('embedded ClickHouse', () => {
     expect(rows[0]!.pages).toEqual(rows[0]!.paths);
   });
 
-  it('partitions the rollup by the day a session began and merges past days on request', async () => {
+  it('partitions the rollups by the day a session began and merges past days on request', async () => {
     // Session ids carry their start (UUID v7): 2026-11-19 and 2026-11-21, UTC.
     const past = uuidv7(Date.parse('2026-11-19T10:00:00Z'));
     const today = uuidv7(Date.parse('2026-11-21T10:00:00Z'));
@@ -201,7 +205,7 @@ describe('embedded ClickHouse', () => {
         clickhouse_settings: { insert_deduplication_token: `compact-${n}` },
       });
     }
-    const parts = async () =>
+    const parts = async (rollup: string) =>
       Object.fromEntries(
         (
           await ch.query<{ id: string; n: number }>(
@@ -209,18 +213,69 @@ describe('embedded ClickHouse', () => {
              WHERE database = currentDatabase() AND table = {t:String} AND active
                AND partition_id IN ('20261119', '20261121')
              GROUP BY id`,
-            { t: storage('sessions') },
+            { t: storage(rollup) },
           )
         ).map((r) => [r.id, r.n]),
       );
-    expect(await parts()).toEqual({ '20261119': 2, '20261121': 2 });
-    expect(await compactSessionDays(ch, new Date('2026-11-21T12:00:00Z'))).toContain('20261119');
-    expect(await parts()).toEqual({ '20261119': 1, '20261121': 2 });
-    const [merged] = await ch.query<{ n: number }>(
-      'SELECT count() AS n FROM sessions WHERE site_id = 4 AND session_id = {s:UUID}',
-      { s: past },
+    for (const rollup of ['sessions', 'session_facts']) {
+      expect({ rollup, parts: await parts(rollup) }).toEqual({
+        rollup,
+        parts: { '20261119': 2, '20261121': 2 },
+      });
+    }
+    const merged = await compactSessionDays(ch, new Date('2026-11-21T12:00:00Z'));
+    expect(merged).toContain('sessions:20261119');
+    expect(merged).toContain('session_facts:20261119');
+    expect(merged.filter((m) => m.endsWith(':20261121'))).toEqual([]);
+    for (const rollup of ['sessions', 'session_facts']) {
+      expect({ rollup, parts: await parts(rollup) }).toEqual({
+        rollup,
+        parts: { '20261119': 1, '20261121': 2 },
+      });
+      const [merged] = await ch.query<{ n: number }>(
+        `SELECT count() AS n FROM ${rollup} WHERE site_id = 4 AND session_id = {s:UUID}`,
+        { s: past },
+      );
+      expect({ rollup, n: merged?.n }).toEqual({ rollup, n: 1 });
+    }
+  });
+
+  it('reads the session rollup again, merged, when a part it read unmerged was merged away meanwhile', async () => {
+    // A day of its own: one session, stored in one insert (one part), then a late event and a
+    // merge land while the first read runs. Later than any id made so far (ids only grow).
+    const session = uuidv7(Date.parse('2027-01-15T10:00:00Z'));
+    const at = (ts: string, n: number) => ({
+      ...row(78, uuidv7(Date.parse(`${ts.replace(' ', 'T')}Z`) + n), ts),
+      session_id: session,
+    });
+    const insert = (values: object[], token: string) =>
+      ch.writer.insert({
+        table: 'events',
+        values,
+        format: 'JSONEachRow',
+        clickhouse_settings: { insert_deduplication_token: token },
+      });
+    await insert([at('2027-01-15 10:00:00.000', 0), at('2027-01-15 10:05:00.000', 1)], 'settled-1');
+    const onCluster = ch.cluster ? ` ON CLUSTER ${ch.cluster}` : '';
+    const merge = () =>
+      ch.command(`OPTIMIZE TABLE ${storage('session_facts')}${onCluster} PARTITION ID '20270115' FINAL`);
+    await merge(); // one part, whatever the engine did with the insert's blocks
+    const calls: (Settled | undefined)[] = [];
+    const total = await readRollup(ch, async (settled) => {
+      calls.push(settled);
+      if (calls.length === 1) {
+        await insert([at('2027-01-15 10:09:00.000', 2)], 'settled-2');
+        await merge();
+      }
+      const p = new Params();
+      const rows = await rollupSessionRows(ch, p, 78, { timeZone: 'UTC', filters: [] }, ['events'], settled);
+      return ch.query<{ n: number }>(`SELECT sum(s_events) AS n FROM (${rows})`, p.values);
+    });
+    expect(total).toEqual([{ n: 3 }]);
+    // On a cluster every read merges (parts are per shard): once is enough there.
+    expect(calls.map((c) => c?.partitions.includes('20270115'))).toEqual(
+      ch.cluster ? [undefined] : [true, undefined],
     );
-    expect(merged?.n).toBe(1);
   });
 
   it('aggregates properties per key from the map column', async () => {

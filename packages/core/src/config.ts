@@ -47,6 +47,11 @@ export const configSchema = z.object({
     .default('trackhouse'),
   /** Readers sharing the embedded engine; writes go through one dedicated connection. */
   CLICKHOUSE_QUERY_POOL: int(1, 16).default(2),
+  /**
+   * Whether unfiltered analytics answers read the per-session rollups (`true`, the default) or
+   * the events alone (`false`: the same answers, slower; for checking the rollups).
+   */
+  QUERY_ROLLUPS: bool.default(true),
 
   /** Server secret for visitor ids. Standalone mode generates one under DATA_DIR when absent. */
   SECRET: z.string().min(16, { message: 'must be at least 16 characters' }).optional(),

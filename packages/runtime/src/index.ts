@@ -133,7 +133,7 @@ export async function openClickHouse(config: Config, opts: StartWaits = {}): Pro
   try {
     await ch.ensureDatabase();
     await migrateClickHouse(ch, MIGRATIONS.clickhouse);
-    return ch;
+    return config.QUERY_ROLLUPS ? ch : { ...ch, rollups: false };
   } catch (err) {
     await ch.close();
     throw err;

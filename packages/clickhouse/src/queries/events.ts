@@ -170,6 +170,7 @@ const SITE_TABLES = [
   'events',
   'events_by_name',
   'sessions',
+  'session_facts',
   'site_pages',
   'identifies',
   'user_profiles',

@@ -3,6 +3,7 @@ export * from './export';
 export * from './live';
 export * from './metric';
 export * from './overview';
+export * from './rollup';
 export * from './sessions';
 export * from './shared';
 export * from './users';

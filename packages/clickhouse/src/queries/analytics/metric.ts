@@ -1,5 +1,6 @@
 import type { ClickHouse } from '../../client';
 import { type CommonParams, type FilterParameter, Params } from '../builder';
+import { readRollup, rollupApplies, rollupSessionRows, type Settled } from './rollup';
 import { countedSessions, EVENT_ORDER, matchesFilters, ratio } from './shared';
 
 /** Attributes a session takes from its first event in range. */
@@ -21,6 +22,10 @@ const SESSION_ATTRIBUTES = [
   'city',
   'language',
 ] as const;
+
+type SessionAttribute = (typeof SESSION_ATTRIBUTES)[number];
+const isSessionAttribute = (p: MetricParameter): p is SessionAttribute =>
+  (SESSION_ATTRIBUTES as readonly string[]).includes(p);
 
 /** Values of single pageviews: a session counts under each value among its pageviews. */
 const PAGE_VALUES = ['pathname', 'page_title', 'hostname', 'querystring'] as const;
@@ -68,6 +73,15 @@ const TOTALS = `sum(toUInt8(v != '')) OVER () AS n_values`;
 const gapAfter = (j: string) =>
   `if(${j} < length(s_evs), toUnixTimestamp64Milli(s_evs[${j} + 1].1) - toUnixTimestamp64Milli(s_evs[${j}].1), -1)`;
 
+/** Ranks the values of per-session rows (`s_value`, `s_pageviews`, `s_gap`): a session counts once. */
+const rankSessionValues = (
+  sessions: string,
+) => `SELECT s_value AS v, count() AS n_sessions, sum(s_pageviews) AS n_events,
+    countIf(s_pageviews = 1) AS bounces, sumIf(s_gap, s_gap >= 0) AS top_ms, countIf(s_gap >= 0) AS top_n,
+    sum(count()) OVER () AS all_sessions, sum(sum(s_pageviews)) OVER () AS all_events, ${TOTALS}
+  FROM (${sessions})
+  GROUP BY v`;
+
 /** One row per value of a session attribute, entry page or exit page: a session counts once. */
 function bySessionValue(p: Params, siteId: number, common: CommonParams, parameter: MetricParameter): string {
   const columns = [`countIf(type = 'pageview') AS s_pageviews`];
@@ -83,11 +97,20 @@ function bySessionValue(p: Params, siteId: number, common: CommonParams, paramet
     // An identifier from the allowlist above, never request text.
     columns.push(`toString(argMin(${parameter}, ${EVENT_ORDER})) AS s_value`, '-1 AS s_gap');
   }
-  return `SELECT s_value AS v, count() AS n_sessions, sum(s_pageviews) AS n_events,
-    countIf(s_pageviews = 1) AS bounces, sumIf(s_gap, s_gap >= 0) AS top_ms, countIf(s_gap >= 0) AS top_n,
-    sum(count()) OVER () AS all_sessions, sum(sum(s_pageviews)) OVER () AS all_events, ${TOTALS}
-  FROM (${countedSessions(p, siteId, common, columns)})
-  GROUP BY v`;
+  return rankSessionValues(countedSessions(p, siteId, common, columns));
+}
+
+/** bySessionValue of a session attribute over the rollup (ranges without filters). */
+async function bySessionAttribute(
+  ch: ClickHouse,
+  p: Params,
+  siteId: number,
+  common: CommonParams,
+  parameter: SessionAttribute,
+  settled: Settled | undefined,
+): Promise<string> {
+  const rows = await rollupSessionRows(ch, p, siteId, common, ['pageviews', parameter], settled);
+  return rankSessionValues(`SELECT s_${parameter} AS s_value, s_pageviews, -1 AS s_gap FROM (${rows})`);
 }
 
 /**
@@ -134,11 +157,14 @@ export async function metric(
 ): Promise<{ data: MetricItem[]; totalCount: number }> {
   const isEvent = parameter === 'event_name';
   const perSession = !isEvent && !(PAGE_VALUES as readonly string[]).includes(parameter);
-  const run = async (limit: number, offset: number) => {
+  const rolled = isSessionAttribute(parameter) && rollupApplies(ch, common);
+  const run = async (limit: number, offset: number, settled?: Settled) => {
     const p = new Params();
-    const grouped = perSession
-      ? bySessionValue(p, siteId, common, parameter)
-      : byEventValue(p, siteId, common, parameter);
+    const grouped = rolled
+      ? await bySessionAttribute(ch, p, siteId, common, parameter, settled)
+      : perSession
+        ? bySessionValue(p, siteId, common, parameter)
+        : byEventValue(p, siteId, common, parameter);
     return ch.query<Row>(
       `SELECT * FROM (${grouped})
        WHERE v != ''
@@ -147,9 +173,13 @@ export async function metric(
       p.values,
     );
   };
-  const rows = await run(page.limit, page.offset);
-  // Past the last value the page is empty: the totals then come from the first row.
-  const totals = rows[0] ?? (page.offset > 0 ? (await run(1, 0))[0] : undefined);
+  const ranked = async (settled?: Settled) => {
+    const rows = await run(page.limit, page.offset, settled);
+    // Past the last value the page is empty: the totals then come from the first row.
+    const totals = rows[0] ?? (page.offset > 0 ? (await run(1, 0, settled))[0] : undefined);
+    return { rows, totals };
+  };
+  const { rows, totals } = rolled ? await readRollup(ch, ranked) : await ranked();
   const timed = TIMED_PARAMETERS.has(parameter);
   return {
     totalCount: totals?.n_values ?? 0,

@@ -1,0 +1,224 @@
+import type { ClickHouse } from '../../client';
+import { type CommonParams, Params, rangeBounds, rangeCondition } from '../builder';
+import { EVENT_ORDER, SESSION_MS } from './shared';
+
+/** Attributes a session takes from its first event (SPEC 13), as stored in `first_event`. */
+export const FIRST_EVENT_ATTRIBUTES = [
+  'referrer',
+  'channel',
+  'utm_source',
+  'utm_medium',
+  'utm_campaign',
+  'utm_term',
+  'utm_content',
+  'browser',
+  'browser_version',
+  'operating_system',
+  'operating_system_version',
+  'device_type',
+  'country',
+  'region',
+  'city',
+  'language',
+  'hostname',
+] as const;
+type FirstEventAttribute = (typeof FIRST_EVENT_ATTRIBUTES)[number];
+
+/**
+ * One per-session value two ways: over the `session_facts` row of a session lying wholly inside
+ * the range (`final`: read with FINAL, where tuple elements must be read whole, see 0005), and
+ * over the session's events in range (grouped by session). Both give the same value for the same
+ * session.
+ */
+interface SessionField {
+  rollup: (final: boolean) => string;
+  events: string;
+}
+
+/** An element of a tuple column: a subcolumn (read alone) unless FINAL merges the tuple. */
+const element = (column: string, name: string) => (final: boolean) =>
+  final ? `tupleElement(${column}, '${name}')` : `${column}.${name}`;
+const plain = (expression: string) => () => expression;
+
+const attribute = (a: FirstEventAttribute): SessionField => ({
+  rollup: element('first_event', a),
+  events: `toString(argMin(${a}, ${EVENT_ORDER}))`,
+});
+
+/** The 64 bits of a visitor id (16 hex digits, SPEC 6) as a number: distinct exactly when the ids are. */
+const USER_KEY = (id: string) => `reinterpretAsUInt64(reverse(unhex(${id})))`;
+
+export const SESSION_ROW_FIELDS = {
+  user_id: { rollup: plain('user_id'), events: `argMin(user_id, ${EVENT_ORDER})` },
+  user_key: { rollup: plain('user_key'), events: USER_KEY(`argMin(user_id, ${EVENT_ORDER})`) },
+  pageviews: { rollup: plain('length(pageview_ids)'), events: `countIf(type = 'pageview')` },
+  events: { rollup: plain('length(event_ids)'), events: 'count()' },
+  ms: {
+    rollup: plain('toUnixTimestamp64Milli(session_end) - toUnixTimestamp64Milli(session_start)'),
+    events: SESSION_MS,
+  },
+  start: { rollup: plain('session_start'), events: 'min(timestamp)' },
+  end: { rollup: plain('session_end'), events: 'max(timestamp)' },
+  entry_page: {
+    rollup: element('entry', 'pathname'),
+    events: `toString(argMinIf(pathname, ${EVENT_ORDER}, type = 'pageview'))`,
+  },
+  exit_page: {
+    rollup: element('exit', 'pathname'),
+    events: `toString(argMaxIf(pathname, ${EVENT_ORDER}, type = 'pageview'))`,
+  },
+  identified_user_id: {
+    rollup: element('identified', 'identified_user_id'),
+    events: `argMaxIf(identified_user_id, ${EVENT_ORDER}, identified_user_id != '')`,
+  },
+  ...(Object.fromEntries(FIRST_EVENT_ATTRIBUTES.map((a) => [a, attribute(a)])) as Record<
+    FirstEventAttribute,
+    SessionField
+  >),
+} satisfies Record<string, SessionField>;
+export type SessionRowField = keyof typeof SESSION_ROW_FIELDS;
+
+/** Whether an answer may read the rollups: no filters (they select sessions by their events). */
+export const rollupApplies = (ch: ClickHouse, common: CommonParams) =>
+  ch.rollups !== false && common.filters.length === 0;
+
+/**
+ * The parts of `session_facts` that are alone in their partition, by partition: such a part has
+ * one row per session and is read without FINAL. Undefined on a cluster (parts are per shard):
+ * every read merges there.
+ */
+export interface Settled {
+  partitions: string[];
+  parts: string[];
+}
+
+/**
+ * Runs `read` against a snapshot of the settled parts. A settled part merged away (with a late
+ * row of its partition) before the read took its own snapshot would be missed: when any of them
+ * is no longer active afterwards, the read runs again with FINAL everywhere.
+ */
+export async function readRollup<T>(ch: ClickHouse, read: (settled?: Settled) => Promise<T>): Promise<T> {
+  if (ch.cluster) return read();
+  const alone = await ch.query<{ partition: string; part: string }>(
+    `SELECT partition_id AS partition, any(name) AS part FROM system.parts
+     WHERE database = currentDatabase() AND table = 'session_facts' AND active
+     GROUP BY partition_id HAVING count() = 1`,
+  );
+  const settled = { partitions: alone.map((r) => r.partition), parts: alone.map((r) => r.part) };
+  const result = await read(settled);
+  // A settled part that gained a sibling meanwhile was still read whole and once (the sibling's
+  // rows arrived after the read began); one merged away may have been missed.
+  const [kept] = await ch.query<{ n: number }>(
+    `SELECT count() AS n FROM system.parts
+     WHERE database = currentDatabase() AND table = 'session_facts' AND active
+       AND name IN {parts:Array(String)}`,
+    { parts: settled.parts },
+  );
+  return kept?.n === settled.parts.length ? result : read();
+}
+
+/**
+ * Rows of `session_facts` matching `where`, each session once: the settled parts as they are,
+ * the other partitions merged (FINAL). `select(final)` gives the columns for either.
+ */
+function fromRollup(p: Params, where: string, select: (final: boolean) => string, settled?: Settled): string {
+  if (!settled) return `SELECT ${select(true)} FROM session_facts FINAL WHERE ${where}`;
+  return `SELECT ${select(false)} FROM session_facts
+     WHERE ${where} AND _part IN ${p.bind('Array(String)', settled.parts)}
+   UNION ALL
+   SELECT ${select(true)} FROM session_facts FINAL
+     WHERE ${where} AND _partition_id NOT IN ${p.bind('Array(String)', settled.partitions)}`;
+}
+
+/**
+ * The counted sessions of an unfiltered range, one row each: `session_id` and `s_<field>` for
+ * every field asked for, each over the session's events in range (SPEC 13). Sessions lying wholly
+ * inside the range are read from `session_facts` (all their events are in the range); those
+ * crossing a boundary are found there first and computed from their events in range, read only up
+ * to the last end among those that began before the range and from the first start among those
+ * that end after it. Returns the SELECT, with its values bound in `p`. With `only`, just those
+ * of the sessions or visitors listed. Call within readRollup(), which gives `settled`.
+ */
+export async function rollupSessionRows(
+  ch: ClickHouse,
+  p: Params,
+  siteId: number,
+  common: CommonParams,
+  fields: SessionRowField[],
+  settled: Settled | undefined,
+  only?: Only,
+): Promise<string> {
+  const edges = await crossingSessions(ch, siteId, common, settled, only);
+  const site = p.bind('UInt32', siteId);
+  const { from, to } = rangeBounds(p, common);
+  const inside = [`site_id = ${site}`];
+  if (from) inside.push(`session_start >= ${from}`);
+  if (to) inside.push(`session_end < ${to}`);
+  if (only) inside.push(onlyCondition(p, only));
+  const rolled = fromRollup(
+    p,
+    inside.join(' AND '),
+    (final) =>
+      ['session_id', ...fields.map((f) => `${SESSION_ROW_FIELDS[f].rollup(final)} AS s_${f}`)].join(', '),
+    settled,
+  );
+  if (edges.ids.length === 0) return rolled;
+  const near = [
+    edges.until !== null && `timestamp <= ${p.bind("DateTime64(3, 'UTC')", edges.until)}`,
+    edges.from !== null && `timestamp >= ${p.bind("DateTime64(3, 'UTC')", edges.from)}`,
+  ].filter(Boolean);
+  const computed = ['session_id', ...fields.map((f) => `${SESSION_ROW_FIELDS[f].events} AS s_${f}`)].join(
+    ', ',
+  );
+  return `${rolled}
+  UNION ALL
+  SELECT ${computed} FROM events
+  WHERE ${rangeCondition(p, siteId, common)} AND session_id IN ${p.bind('Array(UUID)', edges.ids)}
+    AND (${near.join(' OR ')})
+  GROUP BY session_id`;
+}
+
+/** Some sessions only: by id, or those of some visitors (anonymous ids). */
+export type Only = { sessions: string[] } | { users: string[] };
+
+const onlyCondition = (p: Params, only: Only) =>
+  'sessions' in only
+    ? `session_id IN ${p.bind('Array(UUID)', only.sessions)}`
+    : `user_id IN ${p.bind('Array(String)', only.users)}`;
+
+interface Edges {
+  ids: string[];
+  /** The last end among the crossing sessions that began before the range. */
+  until: string | null;
+  /** The first start among the crossing sessions that end after it. */
+  from: string | null;
+}
+
+/** The sessions with events both inside and outside the range (none for an open range). */
+async function crossingSessions(
+  ch: ClickHouse,
+  siteId: number,
+  common: CommonParams,
+  settled: Settled | undefined,
+  only?: Only,
+): Promise<Edges> {
+  const p = new Params();
+  const { from, to } = rangeBounds(p, common);
+  if (!from && !to) return { ids: [], until: null, from: null };
+  const crossing = [from && `session_start < ${from}`, to && `session_end >= ${to}`].filter(Boolean);
+  const overlaps = [to && `session_start < ${to}`, from && `session_end >= ${from}`].filter(Boolean);
+  const where = [
+    `site_id = ${p.bind('UInt32', siteId)}`,
+    ...overlaps,
+    `(${crossing.join(' OR ')})`,
+    ...(only ? [onlyCondition(p, only)] : []),
+  ].join(' AND ');
+  const [row] = await ch.query<{ ids: string[]; edge_until: string | null; edge_from: string | null }>(
+    `SELECT groupArray(session_id) AS ids,
+       ${from ? `toString(maxIfOrNull(session_end, session_start < ${from}))` : 'NULL'} AS edge_until,
+       ${to ? `toString(minIfOrNull(session_start, session_end >= ${to}))` : 'NULL'} AS edge_from
+     FROM (${fromRollup(p, where, () => 'session_id, session_start, session_end', settled)})`,
+    p.values,
+  );
+  return { ids: row?.ids ?? [], until: row?.edge_until ?? null, from: row?.edge_from ?? null };
+}
