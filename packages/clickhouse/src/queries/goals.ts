@@ -88,7 +88,7 @@ export async function goalStats(
 
   const sessionsQuery = async () => {
     const counts =
-      common.filters.length === 0
+      common.filters.length === 0 && ch.rollups !== false
         ? await rollupSessionCounts(
             ch,
             siteId,

@@ -46,11 +46,11 @@ const attribute = (a: FirstEventAttribute): SessionField => ({
 });
 
 /** The 64 bits of a visitor id (16 hex digits, SPEC 6) as a number: distinct exactly when the ids are. */
-const USER_KEY = (id: string) => `reinterpretAsUInt64(reverse(unhex(${id})))`;
+export const userKey = (id: string) => `reinterpretAsUInt64(reverse(unhex(${id})))`;
 
 export const SESSION_ROW_FIELDS = {
   user_id: { rollup: plain('user_id'), events: `argMin(user_id, ${EVENT_ORDER})` },
-  user_key: { rollup: plain('user_key'), events: USER_KEY(`argMin(user_id, ${EVENT_ORDER})`) },
+  user_key: { rollup: plain('user_key'), events: userKey(`argMin(user_id, ${EVENT_ORDER})`) },
   pageviews: { rollup: plain('length(pageview_ids)'), events: `countIf(type = 'pageview')` },
   events: { rollup: plain('length(event_ids)'), events: 'count()' },
   ms: {
