@@ -1,8 +1,13 @@
+import { benchDashboard } from './dashboard';
 import { benchIngest } from './ingest';
 import { benchQuery } from './query';
 
 const [what, ...args] = process.argv.slice(2);
-const benches: Record<string, (args: string[]) => Promise<void>> = { ingest: benchIngest, query: benchQuery };
+const benches: Record<string, (args: string[]) => Promise<void>> = {
+  dashboard: benchDashboard,
+  ingest: benchIngest,
+  query: benchQuery,
+};
 const run = what ? benches[what] : undefined;
 if (!run) {
   console.error(`usage: pnpm bench <${Object.keys(benches).join('|')}> [options]`);

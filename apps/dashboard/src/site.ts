@@ -450,34 +450,44 @@ export async function renderSite(
     main.setAttribute('aria-busy', 'true');
     status.hidden = true;
     try {
-      const [overview, buckets, metrics, goalList, sessionList, eventList] = await Promise.all([
-        api<{ data: Summary; previous?: Summary }>('overview', { compare: 'previous' }),
-        api<{ data: Bucket[] }>('overview-bucketed', { bucket: bucketFor(state.range) }),
-        Promise.all(
-          LISTS.map((l) =>
-            api<{ data: { data: MetricItem[]; totalCount: number } }>('metric', {
-              parameter: l.parameter,
-              limit: 10,
-            }),
-          ),
+      // Each part is drawn as soon as its answer arrives (the chart need not wait for the
+      // slowest list); the page counts as loaded once all are drawn.
+      const show = <T>(answer: Promise<T>, draw: (value: T) => void) =>
+        answer.then((value) => {
+          if (mine === generation) draw(value);
+        });
+      await Promise.all([
+        show(api<{ data: Summary; previous?: Summary }>('overview', { compare: 'previous' }), (o) =>
+          renderFigures(o.data, o.previous),
         ),
-        api<{ data: Goal[] }>('goals', { page_size: 100 }),
-        api<{ data: TrafficSession[]; totalCount: number }>('sessions', { limit: 20 }),
-        api<{ data: TrackedEvent[] }>('events', { page_size: 30 }),
+        show(api<{ data: Bucket[] }>('overview-bucketed', { bucket: bucketFor(state.range) }), (b) =>
+          renderChart(b.data),
+        ),
+        show(
+          Promise.all(
+            LISTS.map((l) =>
+              api<{ data: { data: MetricItem[]; totalCount: number } }>('metric', {
+                parameter: l.parameter,
+                limit: 10,
+              }),
+            ),
+          ),
+          (metrics) =>
+            replace(
+              lists,
+              LISTS.map((l, i) =>
+                renderList(l.parameter, l.title, metrics[i]!.data.data, metrics[i]!.data.totalCount),
+              ),
+            ),
+        ),
+        show(api<{ data: Goal[] }>('goals', { page_size: 100 }), (g) => renderGoals(g.data)),
+        show(api<{ data: TrafficSession[]; totalCount: number }>('sessions', { limit: 20 }), (s) =>
+          renderSessions(s.data, s.totalCount),
+        ),
+        show(api<{ data: TrackedEvent[] }>('events', { page_size: 30 }), (e) => renderEvents(e.data)),
         refreshLive(),
       ]);
       if (mine !== generation) return;
-      renderFigures(overview.data, overview.previous);
-      renderChart(buckets.data);
-      replace(
-        lists,
-        LISTS.map((l, i) =>
-          renderList(l.parameter, l.title, metrics[i]!.data.data, metrics[i]!.data.totalCount),
-        ),
-      );
-      renderGoals(goalList.data);
-      renderSessions(sessionList.data, sessionList.totalCount);
-      renderEvents(eventList.data);
       main.dataset.loaded = `${state.range.start}/${state.range.end}/${JSON.stringify(state.filters)}`;
     } catch (err) {
       if (err instanceof ApiError && (err.status === 401 || err.status === 403) && mine === generation) {
