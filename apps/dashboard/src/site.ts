@@ -92,7 +92,7 @@ export async function renderSite(
 
   replace(
     main,
-    h('div', { class: 'site-head' }, title, settingsSlot, live),
+    h('div', { class: 'site-head' }, h('div', { class: 'title-row' }, title, settingsSlot), live),
     toolbar,
     chips,
     status,
