@@ -257,7 +257,12 @@ function renderExclusions(
           'form',
           { class: 'add-row' },
           h('label', { for: `add-${key}` }, `Add: ${l.add}`),
-          h('div', { class: 'row' }, input, h('button', { type: 'submit' }, 'Add')),
+          h(
+            'div',
+            { class: 'row' },
+            input,
+            h('button', { type: 'submit', 'aria-label': `Add ${l.add}` }, 'Add'),
+          ),
         );
         form.addEventListener('submit', async (e) => {
           e.preventDefault();

@@ -296,6 +296,21 @@ describe('site settings in headless Chromium', { timeout: 180_000 }, () => {
     await page.getByRole('button', { name: 'Delete goal Signed up (pro)' }).click();
     await page.waitForSelector("[data-goals='1']");
     expect((await goals()).map((g) => g.name)).toEqual(['Saw pricing']);
+
+    // A property compared as a number reaches the API as a number.
+    await page.getByLabel('Goal name').fill('Three items');
+    await page.getByLabel('A custom event').check();
+    await page.getByLabel('Event name').fill('add_to_cart');
+    await page.getByLabel('Property (optional)').fill('items');
+    await page.getByLabel('Property value').fill('3');
+    await page.getByLabel('Compare the value as a number').check();
+    await page.getByRole('button', { name: 'Add goal' }).click();
+    await page.waitForSelector("[data-goals='2']");
+    expect((await goals())[1]!.config).toEqual({
+      eventName: 'add_to_cart',
+      eventPropertyKey: 'items',
+      eventPropertyValue: 3,
+    });
     await context.close();
   });
 
