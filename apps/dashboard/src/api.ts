@@ -16,6 +16,9 @@ export function rememberPrivateKey(siteId: number, key: string): void {
   sessionStorage.setItem(`trackhouse.privateKey.${siteId}`, key);
 }
 
+/** Whether this tab came with a private link for the site (its key may since have been revoked). */
+export const hasPrivateKey = (siteId: number): boolean => privateKey(siteId) !== null;
+
 function privateKey(siteId: number | undefined): string | null {
   if (siteId === undefined) return null;
   return privateKeys.get(siteId) ?? sessionStorage.getItem(`trackhouse.privateKey.${siteId}`);
@@ -29,6 +32,19 @@ export class ApiError extends Error {
   ) {
     super(message);
   }
+}
+
+/** The API's message, with the fields a validation error names ("Invalid payload — name: …"). */
+function errorText(body: ApiErrorBody | undefined, status: number): string {
+  if (!body?.error) return `HTTP ${status}`;
+  const details = body.details as
+    | { fieldErrors?: Record<string, string[]>; formErrors?: string[] }
+    | undefined;
+  const parts = [
+    ...Object.entries(details?.fieldErrors ?? {}).map(([field, msgs]) => `${field}: ${msgs.join(', ')}`),
+    ...(details?.formErrors ?? []),
+  ];
+  return parts.length ? `${body.error} — ${parts.join('; ')}` : body.error;
 }
 
 export interface Query {
@@ -64,13 +80,23 @@ function headers(siteId?: number): Record<string, string> {
   return h;
 }
 
-export async function request(path: string, siteId?: number): Promise<Response> {
-  const res = await fetch(path, { headers: headers(siteId) });
+export async function request(path: string, siteId?: number, init: RequestInit = {}): Promise<Response> {
+  const res = await fetch(path, { ...init, headers: { ...headers(siteId), ...init.headers } });
   if (!res.ok) {
     const body = (await res.json().catch(() => undefined)) as ApiErrorBody | undefined;
-    throw new ApiError(res.status, body?.code ?? 'HTTP_ERROR', body?.error ?? `HTTP ${res.status}`);
+    throw new ApiError(res.status, body?.code ?? 'HTTP_ERROR', errorText(body, res.status));
   }
   return res;
+}
+
+/** A change through the API (signed-in key only): JSON in, JSON out. */
+export async function send<T>(method: 'POST' | 'PUT' | 'DELETE', path: string, body?: unknown): Promise<T> {
+  const init: RequestInit = { method };
+  if (body !== undefined) {
+    init.body = JSON.stringify(body);
+    init.headers = { 'content-type': 'application/json' };
+  }
+  return (await (await request(path, undefined, init)).json()) as T;
 }
 
 export async function get<T>(path: string, siteId?: number): Promise<T> {

@@ -32,3 +32,18 @@ export function replace(target: Element, ...children: (Child | Child[])[]): void
       .map((c) => (c instanceof Node ? c : String(c))),
   );
 }
+
+export type Notice = { el: HTMLElement; show: (text: string, ok?: boolean) => void };
+
+/** A line for the outcome of an action: the API's message on failure, in words (not only colour). */
+export function notice(): Notice {
+  const el = h('p', { class: 'notice', role: 'status', 'aria-live': 'polite' });
+  return {
+    el,
+    show(text, ok = true) {
+      el.className = ok ? 'notice ok' : 'notice error';
+      el.setAttribute('role', ok ? 'status' : 'alert');
+      el.textContent = text;
+    },
+  };
+}

@@ -1,6 +1,7 @@
 import './style.css';
-import { ApiError, apiKey, get, rememberPrivateKey } from './api';
+import { ApiError, apiKey, get, hasPrivateKey, rememberPrivateKey } from './api';
 import { h, replace } from './dom';
+import { renderSettings } from './settings';
 import { renderSite } from './site';
 import type { Site, UserOrganization } from './types';
 
@@ -114,9 +115,15 @@ async function renderHome(main: HTMLElement): Promise<void> {
 async function route(): Promise<void> {
   const main = h('main', {});
   replace(root, header(), main);
-  const match = /^\/sites\/(\d{1,10})\/?$/.exec(location.pathname);
+  const match = /^\/sites\/(\d{1,10})(\/settings)?\/?$/.exec(location.pathname);
   if (!match) return renderHome(main);
   const siteId = Number(match[1]);
+  if (match[2]) {
+    return renderSettings(main, siteId, {
+      onUnauthorized: () => replace(main, signInForm('Sign in to change this site’s settings.')),
+      link,
+    });
+  }
   // A private link's key is moved out of the address bar (and so out of history and referrers).
   const url = new URL(location.href);
   const key = url.searchParams.get('private_key');
@@ -126,7 +133,16 @@ async function route(): Promise<void> {
     history.replaceState(null, '', url.pathname + url.search + url.hash);
   }
   return renderSite(main, siteId, {
-    onUnauthorized: () => replace(main, signInForm('Sign in to see this site.')),
+    onUnauthorized: () =>
+      replace(
+        main,
+        signInForm(
+          hasPrivateKey(siteId) && !apiKey.get()
+            ? 'This private link no longer works: it was revoked or replaced. Sign in to see this site.'
+            : 'Sign in to see this site.',
+        ),
+      ),
+    link,
   });
 }
 

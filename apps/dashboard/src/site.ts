@@ -1,5 +1,5 @@
 import type uPlot from 'uplot';
-import { ApiError, get, params, type Query, request } from './api';
+import { ApiError, apiKey, get, params, type Query, request } from './api';
 import { timeSeries } from './chart';
 import { h, replace } from './dom';
 import { formatChange, formatDecimal, formatDuration, formatInt, formatPercent, formatTime } from './format';
@@ -68,7 +68,7 @@ function timeZones(current: string): string[] {
 export async function renderSite(
   main: HTMLElement,
   siteId: number,
-  opts: { onUnauthorized: () => void },
+  opts: { onUnauthorized: () => void; link: (path: string) => EventListener },
 ): Promise<void> {
   const timeZone = browserTimeZone();
   const state: State = { range: presetRange('7d', timeZone), timeZone, filters: [] };
@@ -79,6 +79,7 @@ export async function renderSite(
   const toolbar = h('div', { class: 'toolbar', role: 'group', 'aria-label': 'Date range and time zone' });
   const chips = h('div', { class: 'chips', 'aria-live': 'polite' });
   const live = h('p', { class: 'live', 'aria-live': 'polite' });
+  const settingsSlot = h('span', { class: 'settings-link' });
   const figures = h('section', { class: 'figures', 'aria-label': 'Overview' });
   const chartBox = h('section', { class: 'card chart', 'aria-label': 'Pageviews and sessions over time' });
   const lists = h('div', { class: 'lists' });
@@ -91,7 +92,7 @@ export async function renderSite(
 
   replace(
     main,
-    h('div', { class: 'site-head' }, title, live),
+    h('div', { class: 'site-head' }, h('div', { class: 'title-row' }, title, settingsSlot), live),
     toolbar,
     chips,
     status,
@@ -443,6 +444,23 @@ export async function renderSite(
     live.dataset.value = String(count);
   }
 
+  /**
+   * A "Settings" link for those the API lets change something: owners and admins (`isOwner`),
+   * and members (goals), told apart from public or private-link viewers by a member-only read.
+   */
+  async function offerSettings(site: Site): Promise<void> {
+    if (!apiKey.get()) return;
+    if (!site.isOwner) {
+      const member = await get(`/api/sites/${siteId}/excluded-ips`).then(
+        () => true,
+        () => false,
+      );
+      if (!member) return;
+    }
+    const path = `/sites/${siteId}/settings`;
+    replace(settingsSlot, h('a', { href: path, onclick: opts.link(path) }, 'Settings'));
+  }
+
   async function reload(): Promise<void> {
     const mine = ++generation;
     renderToolbar();
@@ -505,6 +523,7 @@ export async function renderSite(
     const site = await get<Site>(`/api/sites/${siteId}`, siteId);
     title.textContent = site.name;
     document.title = `${site.name} · trackhouse`;
+    void offerSettings(site);
   } catch (err) {
     if (err instanceof ApiError && (err.status === 401 || err.status === 403)) return opts.onUnauthorized();
     if (err instanceof ApiError && err.status === 404) {

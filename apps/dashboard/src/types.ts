@@ -13,7 +13,7 @@ import type {
 import type { eventSchema } from '../../query/src/routes/events';
 import type { goalSchema } from '../../query/src/routes/goals';
 import type { userOrganizationSchema } from '../../query/src/routes/organizations';
-import type { errorSchema, siteSchema } from '../../query/src/schemas';
+import type { errorSchema, siteConfigSchema, siteSchema } from '../../query/src/schemas';
 
 export type Summary = z.infer<typeof trafficSummarySchema>;
 export type Bucket = z.infer<typeof trafficBucketSchema>;
@@ -22,6 +22,7 @@ export type TrafficSession = z.infer<typeof trafficSessionSchema>;
 export type TrackedEvent = z.infer<typeof eventSchema>;
 export type Goal = z.infer<typeof goalSchema>;
 export type Site = z.infer<typeof siteSchema>;
+export type SiteConfig = z.infer<typeof siteConfigSchema>;
 export type ApiErrorBody = z.infer<typeof errorSchema>;
 export type MetricParameter = (typeof METRIC_PARAMETERS)[number];
 export type UserOrganization = z.infer<typeof userOrganizationSchema>;

@@ -157,7 +157,12 @@ async function expectListsEqualApi(page: Page, siteId: number, q: Record<string,
 
 describe('dashboard files served by the query service', () => {
   it('serves index.html uncached with a strict CSP at / and app routes, hashed assets immutable, API untouched', async () => {
-    for (const path of ['/', `/sites/${owner.siteId}`, `/sites/${owner.siteId}/`]) {
+    for (const path of [
+      '/',
+      `/sites/${owner.siteId}`,
+      `/sites/${owner.siteId}/`,
+      `/sites/${owner.siteId}/settings`,
+    ]) {
       const res = await fetch(`${base}${path}`);
       expect(res.status, path).toBe(200);
       expect(res.headers.get('content-type')).toContain('text/html');

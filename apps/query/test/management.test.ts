@@ -126,6 +126,31 @@ describe('sites', () => {
     if (code === 'NO_FIELDS') expect(res.body.error).toBe('No fields to update');
   });
 
+  it('renames a site and changes its domain with the config update; members may not', async () => {
+    const t = await h.tenant();
+    const res = await h.json(`/api/sites/${t.siteId}/config`, {
+      key: t.key,
+      method: 'PUT',
+      body: { name: '  Docs  ', domain: 'Docs.Example.org', public: true },
+    });
+    expect(res.status).toBe(200);
+    expect(res.body.config).not.toHaveProperty('name');
+    const site = await h.json(`/api/sites/${t.siteId}`, { key: t.key });
+    expect([site.body.name, site.body.domain, site.body.public]).toEqual(['Docs', 'docs.example.org', true]);
+    for (const body of [{ name: '' }, { domain: 'not a domain' }, { name: 'x'.repeat(201) }]) {
+      const bad = await h.json(`/api/sites/${t.siteId}/config`, { key: t.key, method: 'PUT', body });
+      expect([bad.status, bad.body.code], JSON.stringify(body)).toEqual([400, 'INVALID_PAYLOAD']);
+    }
+    const member = await h.member(t.organizationId, 'member');
+    const refused = await h.json(`/api/sites/${t.siteId}/config`, {
+      key: member.key,
+      method: 'PUT',
+      body: { name: 'Mine' },
+    });
+    expect([refused.status, refused.body.code]).toEqual([403, 'FORBIDDEN_ROLE']);
+    expect((await h.json(`/api/sites/${t.siteId}`, { key: t.key })).body.name).toBe('Docs');
+  });
+
   it('generates, replaces and revokes the private link key', async () => {
     const t = await h.tenant();
     const path = `/api/sites/${t.siteId}/private-link-config`;

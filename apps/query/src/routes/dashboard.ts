@@ -31,7 +31,7 @@ export const DASHBOARD_CSP = [
 ].join('; ');
 
 /** The dashboard's app routes: each answers index.html, and the app draws the page. */
-const APP_ROUTE = /^\/(?:sites\/[^/]+\/?)?$/;
+const APP_ROUTE = /^\/(?:sites\/[^/]+(?:\/settings)?\/?)?$/;
 
 /**
  * Serves the built dashboard (`apps/dashboard/dist`): hashed assets cached for a year,

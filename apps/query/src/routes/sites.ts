@@ -1,6 +1,6 @@
 import { createRoute, z } from '@hono/zod-openapi';
 import { deleteSiteEvents } from '@trackhouse/clickhouse';
-import { ApiError, generatePrivateLinkKey } from '@trackhouse/core';
+import { ApiError, domainSchema, generatePrivateLinkKey } from '@trackhouse/core';
 import { normalizeIpOrCidr } from '@trackhouse/enrich';
 import {
   deleteSite,
@@ -96,6 +96,15 @@ export const configInput = z.strictObject({
   trackSpaNavigation: z.boolean().optional(),
 });
 
+/**
+ * The update body: SiteConfig fields, plus the name and domain (validated as on creation), which
+ * the spec gives no other way to change (docs/decisions.md).
+ */
+const updateInput = configInput.extend({
+  name: z.string().trim().min(1).max(200).optional(),
+  domain: domainSchema.optional(),
+});
+
 const action = z.object({ action: z.string() });
 
 export function sitesRoutes(ctx: QueryContext) {
@@ -139,10 +148,10 @@ export function sitesRoutes(ctx: QueryContext) {
     createRoute({
       method: 'put',
       path: '/api/sites/{siteId}/config',
-      summary: 'Change site configuration',
+      summary: 'Change site configuration (and its name or domain)',
       request: {
         params: siteIdParam,
-        body: { content: { 'application/json': { schema: configInput } }, required: true },
+        body: { content: { 'application/json': { schema: updateInput } }, required: true },
       },
       responses: {
         200: json(

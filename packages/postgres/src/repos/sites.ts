@@ -117,12 +117,20 @@ export async function findSiteByDomain(
   return row;
 }
 
+/** What a site is called, apart from its config: changed by the same update. */
+export interface SiteNaming {
+  name: string;
+  domain: string;
+}
+
 export async function updateSiteConfig(
   sql: Sql,
   siteId: number,
-  config: Partial<SiteConfig>,
+  config: Partial<SiteConfig & SiteNaming>,
 ): Promise<SiteRecord | undefined> {
   const columns = toColumns(config);
+  if (config.name !== undefined) columns.name = config.name;
+  if (config.domain !== undefined) columns.domain = config.domain;
   if (Object.keys(columns).length > 0) {
     await sql`
       update sites set ${sql(columns as Record<string, string>, Object.keys(columns))}, updated_at = now()
