@@ -42,6 +42,13 @@ describe('embedded PostgreSQL between processes (restarts, crashes, the CLI)', (
     await session`select 1`;
     const pid = serverPid(dir.path);
     process.kill(pid, 'SIGTERM');
+    // The signal is handled asynchronously: start only once the server says it is stopping (the
+    // state line of postmaster.pid), else the next start would find it still ready and share it.
+    const stoppingBy = Date.now() + 20_000;
+    while (readFileSync(pidFile(dir.path), 'utf8').split('\n')[7]?.trim() !== 'stopping') {
+      if (Date.now() > stoppingBy) throw new Error('the server never reported "stopping"');
+      await new Promise((r) => setTimeout(r, 20));
+    }
 
     let told: (message: string) => void = () => {};
     const waiting = new Promise<string>((r) => {
