@@ -468,12 +468,16 @@ export async function renderSite(
     main.setAttribute('aria-busy', 'true');
     status.hidden = true;
     try {
-      // Each part is drawn as soon as its answer arrives (the chart need not wait for the
-      // slowest list); the page counts as loaded once all are drawn.
+      // Each part is drawn as soon as its answer arrives. The figures and the chart are asked
+      // for first, alone: the engine answers a few queries at a time, and a dozen top lists
+      // asked together would queue the chart behind them. The page counts as loaded once all
+      // parts are drawn.
       const show = <T>(answer: Promise<T>, draw: (value: T) => void) =>
         answer.then((value) => {
           if (mine === generation) draw(value);
         });
+      const live = refreshLive();
+      live.catch(() => {}); // reported below, with the second group, not as unhandled meanwhile
       await Promise.all([
         show(api<{ data: Summary; previous?: Summary }>('overview', { compare: 'previous' }), (o) =>
           renderFigures(o.data, o.previous),
@@ -481,6 +485,9 @@ export async function renderSite(
         show(api<{ data: Bucket[] }>('overview-bucketed', { bucket: bucketFor(state.range) }), (b) =>
           renderChart(b.data),
         ),
+      ]);
+      if (mine !== generation) return;
+      await Promise.all([
         show(
           Promise.all(
             LISTS.map((l) =>
@@ -503,7 +510,7 @@ export async function renderSite(
           renderSessions(s.data, s.totalCount),
         ),
         show(api<{ data: TrackedEvent[] }>('events', { page_size: 30 }), (e) => renderEvents(e.data)),
-        refreshLive(),
+        live,
       ]);
       if (mine !== generation) return;
       main.dataset.loaded = `${state.range.start}/${state.range.end}/${JSON.stringify(state.filters)}`;
