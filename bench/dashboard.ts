@@ -1,5 +1,5 @@
-import { existsSync } from 'node:fs';
 import { resolve } from 'node:path';
+import { CHROMIUM, hasChromium, launchChromium } from '../test/browser';
 import { runEntry, type StartedServer, startEntry } from '../test/processes';
 
 function option(args: string[], name: string): string | undefined {
@@ -7,7 +7,6 @@ function option(args: string[], name: string): string | undefined {
   return i >= 0 ? args[i + 1] : undefined;
 }
 
-const CHROMIUM = '/usr/bin/chromium';
 const percentile = (sorted: number[], p: number) =>
   sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)]!;
 
@@ -21,18 +20,14 @@ const percentile = (sorted: number[], p: number) =>
 export async function benchDashboard(args: string[]): Promise<void> {
   const given = option(args, 'data-dir');
   if (!given) throw new Error('--data-dir is required (a directory seeded by `pnpm bench query`)');
-  if (!existsSync(CHROMIUM)) throw new Error(`${CHROMIUM} is not installed (apt-get install chromium)`);
+  if (!hasChromium) throw new Error(`${CHROMIUM} is not installed (apt-get install chromium)`);
   const runs = Number(option(args, 'runs') ?? 5);
   const env = { DATA_DIR: resolve(given), LOG_LEVEL: 'warn', QUERY_RATE_LIMIT_MAX: '100000000' };
   const init = await runEntry('apps/cli/src/main.ts', ['init', '--domain', 'bench.test', '--json'], env);
   if (init.code !== 0) throw new Error(init.stderr || init.stdout);
   const { siteId, apiKey } = JSON.parse(init.stdout) as { siteId: number; apiKey: string };
   let server: StartedServer | undefined;
-  const { chromium } = await import('playwright-core');
-  const browser = await chromium.launch({
-    executablePath: CHROMIUM,
-    args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-dev-shm-usage'],
-  });
+  const browser = await launchChromium();
   try {
     server = await startEntry('apps/server/src/main.ts', env);
     const firstChart: number[] = [];

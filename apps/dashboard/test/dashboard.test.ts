@@ -1,20 +1,14 @@
-import { existsSync, mkdirSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
-import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
-import { serve } from '@hono/node-server';
 import { generateEvents, insertEvents } from '@trackhouse/clickhouse';
 import { createGoal, setPrivateLinkKey, updateSiteConfig } from '@trackhouse/postgres';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ROOT } from '../../../test/helpers';
-import { createQueryHarness, type QueryHarness } from '../../query/test/harness';
+import { hasChromium, SKIP_REASON } from '../../../test/browser';
+import type { QueryHarness } from '../../query/test/harness';
+import { SHOTS, serveDashboard } from './served';
 
-const CHROMIUM = '/usr/bin/chromium';
-const hasChromium = existsSync(CHROMIUM);
-const SKIP = hasChromium ? '' : ' — skipped: /usr/bin/chromium is not installed';
-/** Test artifacts (ignored by git); a few are copied to docs/screenshots by hand. */
-const SHOTS = join(ROOT, '.tmp/screenshots');
+const SKIP = SKIP_REASON;
 const LISTS = [
   'pathname',
   'entry_page',
@@ -30,7 +24,7 @@ const LISTS = [
 const FIGURES = ['users', 'sessions', 'pageviews', 'pages_per_session', 'bounce_rate', 'session_duration'];
 
 let h: QueryHarness;
-let server: ReturnType<typeof serve>;
+let served: Awaited<ReturnType<typeof serveDashboard>> | undefined;
 let base: string;
 let owner: Awaited<ReturnType<QueryHarness['tenant']>>;
 let publicSite: Awaited<ReturnType<QueryHarness['tenant']>>;
@@ -41,7 +35,8 @@ let browser: Browser | undefined;
 const utcDay = (offset: number) => new Date(Date.now() + offset * 86_400_000).toISOString().slice(0, 10);
 
 beforeAll(async () => {
-  h = await createQueryHarness({ QUERY_RATE_LIMIT_MAX: '100000' });
+  served = await serveDashboard();
+  ({ h, base, browser } = served);
   owner = await h.tenant('owner');
   publicSite = await h.tenant('owner');
   privateSite = await h.tenant('owner');
@@ -57,30 +52,10 @@ beforeAll(async () => {
     ...generateEvents({ siteId: publicSite.siteId, events: 800, days: 10, seed: 13 }),
     ...generateEvents({ siteId: privateSite.siteId, events: 600, days: 10, seed: 14 }),
   ]);
-  await new Promise<void>((resolve) => {
-    server = serve({ fetch: h.app.fetch, hostname: '127.0.0.1', port: 0 }, () => resolve());
-  });
-  base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
-  mkdirSync(SHOTS, { recursive: true });
-  if (hasChromium) {
-    const { chromium } = await import('playwright-core');
-    browser = await chromium.launch({
-      executablePath: CHROMIUM,
-      args: [
-        '--headless',
-        '--no-sandbox',
-        '--disable-gpu',
-        '--disable-background-networking',
-        '--disable-dev-shm-usage',
-      ],
-    });
-  }
 }, 120_000);
 
 afterAll(async () => {
-  await browser?.close();
-  await new Promise((r) => server?.close(r));
-  await h?.close();
+  await served?.close();
 });
 
 /** The API's answer for the same site, range and filters the page asked for. */

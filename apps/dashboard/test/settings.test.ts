@@ -1,50 +1,25 @@
-import { existsSync, mkdirSync } from 'node:fs';
-import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
-import { serve } from '@hono/node-server';
 import { generateEvents, insertEvents } from '@trackhouse/clickhouse';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ROOT } from '../../../test/helpers';
-import { createQueryHarness, type QueryHarness } from '../../query/test/harness';
+import { hasChromium, SKIP_REASON } from '../../../test/browser';
+import type { QueryHarness } from '../../query/test/harness';
+import { SHOTS, serveDashboard } from './served';
 
-const CHROMIUM = '/usr/bin/chromium';
-const hasChromium = existsSync(CHROMIUM);
-const SKIP = hasChromium ? '' : ' — skipped: /usr/bin/chromium is not installed';
-/** Test artifacts (ignored by git); a few are copied to docs/screenshots by hand. */
-const SHOTS = join(ROOT, '.tmp/screenshots');
+const SKIP = SKIP_REASON;
 
 let h: QueryHarness;
-let server: ReturnType<typeof serve>;
+let served: Awaited<ReturnType<typeof serveDashboard>> | undefined;
 let base: string;
 let browser: Browser | undefined;
 
 beforeAll(async () => {
-  h = await createQueryHarness({ QUERY_RATE_LIMIT_MAX: '100000' });
-  await new Promise<void>((resolve) => {
-    server = serve({ fetch: h.app.fetch, hostname: '127.0.0.1', port: 0 }, () => resolve());
-  });
-  base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
-  mkdirSync(SHOTS, { recursive: true });
-  if (hasChromium) {
-    const { chromium } = await import('playwright-core');
-    browser = await chromium.launch({
-      executablePath: CHROMIUM,
-      args: [
-        '--headless',
-        '--no-sandbox',
-        '--disable-gpu',
-        '--disable-background-networking',
-        '--disable-dev-shm-usage',
-      ],
-    });
-  }
+  served = await serveDashboard();
+  ({ h, base, browser } = served);
 }, 120_000);
 
 afterAll(async () => {
-  await browser?.close();
-  await new Promise((r) => server?.close(r));
-  await h?.close();
+  await served?.close();
 });
 
 /** The API's own answer, with the given key. */

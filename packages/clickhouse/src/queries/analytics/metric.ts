@@ -1,27 +1,7 @@
 import type { ClickHouse } from '../../client';
 import { type CommonParams, type FilterParameter, Params } from '../builder';
 import { readRollup, rollupApplies, rollupSessionRows, type Settled } from './rollup';
-import { countedSessions, EVENT_ORDER, matchesFilters, ratio } from './shared';
-
-/** Attributes a session takes from its first event in range. */
-const SESSION_ATTRIBUTES = [
-  'referrer',
-  'channel',
-  'utm_source',
-  'utm_medium',
-  'utm_campaign',
-  'utm_term',
-  'utm_content',
-  'browser',
-  'browser_version',
-  'operating_system',
-  'operating_system_version',
-  'device_type',
-  'country',
-  'region',
-  'city',
-  'language',
-] as const;
+import { countedSessions, EVENT_ORDER, matchesFilters, ratio, SESSION_ATTRIBUTES } from './shared';
 
 type SessionAttribute = (typeof SESSION_ATTRIBUTES)[number];
 const isSessionAttribute = (p: MetricParameter): p is SessionAttribute =>

@@ -1,27 +1,9 @@
 import type { ClickHouse } from '../../client';
 import { type CommonParams, Params, rangeBounds, rangeCondition } from '../builder';
-import { EVENT_ORDER, SESSION_MS } from './shared';
+import { EVENT_ORDER, SESSION_ATTRIBUTES, SESSION_MS } from './shared';
 
-/** Attributes a session takes from its first event (SPEC 13), as stored in `first_event`. */
-export const FIRST_EVENT_ATTRIBUTES = [
-  'referrer',
-  'channel',
-  'utm_source',
-  'utm_medium',
-  'utm_campaign',
-  'utm_term',
-  'utm_content',
-  'browser',
-  'browser_version',
-  'operating_system',
-  'operating_system_version',
-  'device_type',
-  'country',
-  'region',
-  'city',
-  'language',
-  'hostname',
-] as const;
+/** What `first_event` holds: the session attributes of SPEC 13 and the hostname. */
+const FIRST_EVENT_ATTRIBUTES = [...SESSION_ATTRIBUTES, 'hostname'] as const;
 type FirstEventAttribute = (typeof FIRST_EVENT_ATTRIBUTES)[number];
 
 /**

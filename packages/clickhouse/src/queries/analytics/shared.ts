@@ -6,6 +6,26 @@ import { type CommonParams, filterConditions, type Params, rangeCondition } from
  */
 export const EVENT_ORDER = '(timestamp, event_id)';
 
+/** Attributes a session takes from its first event in range (SPEC 13). */
+export const SESSION_ATTRIBUTES = [
+  'referrer',
+  'channel',
+  'utm_source',
+  'utm_medium',
+  'utm_campaign',
+  'utm_term',
+  'utm_content',
+  'browser',
+  'browser_version',
+  'operating_system',
+  'operating_system_version',
+  'device_type',
+  'country',
+  'region',
+  'city',
+  'language',
+] as const;
+
 /** Milliseconds between a session's first and last event in range. */
 export const SESSION_MS = 'toUnixTimestamp64Milli(max(timestamp)) - toUnixTimestamp64Milli(min(timestamp))';
 
