@@ -2,11 +2,11 @@ import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { generateEvents, insertEvents } from '@trackhouse/clickhouse';
 import { createGoal, setPrivateLinkKey, updateSiteConfig } from '@trackhouse/postgres';
-import type { Browser, BrowserContext, Page } from 'playwright-core';
+import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { hasChromium, SKIP_REASON } from '../../../test/browser';
 import type { QueryHarness } from '../../query/test/harness';
-import { SHOTS, serveDashboard } from './served';
+import { openPage, SHOTS, serveDashboard } from './served';
 
 const SKIP = SKIP_REASON;
 const LISTS = [
@@ -78,19 +78,7 @@ async function api<T>(
 type Summary = Record<string, number>;
 type Metric = { data: { data: { value: string; count: number }[] } };
 
-async function newPage(width = 1280, height = 900): Promise<{ context: BrowserContext; page: Page }> {
-  const context = await browser!.newContext({
-    viewport: { width, height },
-    timezoneId: 'UTC',
-    locale: 'en-US',
-  });
-  const page = await context.newPage();
-  page.setDefaultTimeout(90_000);
-  page.on('pageerror', (err) => {
-    throw err;
-  });
-  return { context, page };
-}
+const newPage = (width?: number, height?: number) => openPage(browser!, width, height);
 
 /** Waits until the page has drawn the answers for this range and these filters. */
 async function loaded(page: Page, start: string, end: string, filters: unknown[] = []) {

@@ -2,7 +2,7 @@ import { mkdirSync } from 'node:fs';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { serve } from '@hono/node-server';
-import type { Browser } from 'playwright-core';
+import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { hasChromium, launchChromium } from '../../../test/browser';
 import { ROOT } from '../../../test/helpers';
 import { createQueryHarness, type QueryHarness } from '../../query/test/harness';
@@ -35,4 +35,23 @@ export async function serveDashboard(): Promise<{
       await h.close();
     },
   };
+}
+
+/** A page in a fresh context (UTC, en-US), failing the test on any error the page throws. */
+export async function openPage(
+  browser: Browser,
+  width = 1280,
+  height = 900,
+): Promise<{ context: BrowserContext; page: Page }> {
+  const context = await browser.newContext({
+    viewport: { width, height },
+    timezoneId: 'UTC',
+    locale: 'en-US',
+  });
+  const page = await context.newPage();
+  page.setDefaultTimeout(90_000);
+  page.on('pageerror', (err) => {
+    throw err;
+  });
+  return { context, page };
 }

@@ -1,10 +1,10 @@
 import { join } from 'node:path';
 import { generateEvents, insertEvents } from '@trackhouse/clickhouse';
-import type { Browser, BrowserContext, Page } from 'playwright-core';
+import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { hasChromium, SKIP_REASON } from '../../../test/browser';
 import type { QueryHarness } from '../../query/test/harness';
-import { SHOTS, serveDashboard } from './served';
+import { openPage, SHOTS, serveDashboard } from './served';
 
 const SKIP = SKIP_REASON;
 
@@ -39,19 +39,7 @@ type GoalList = {
   data: { goalId: number; name: string; goalType: string; config: Record<string, unknown> }[];
 };
 
-async function newPage(width = 1280, height = 900): Promise<{ context: BrowserContext; page: Page }> {
-  const context = await browser!.newContext({
-    viewport: { width, height },
-    timezoneId: 'UTC',
-    locale: 'en-US',
-  });
-  const page = await context.newPage();
-  page.setDefaultTimeout(60_000);
-  page.on('pageerror', (err) => {
-    throw err;
-  });
-  return { context, page };
-}
+const newPage = (width?: number, height?: number) => openPage(browser!, width, height);
 
 /** Signs in through the form, as a person would, then opens the site's settings from its dashboard. */
 async function openSettings(page: Page, key: string, siteId: number): Promise<void> {
