@@ -396,6 +396,8 @@ function userRecord(events: StoredEvent[]) {
     operating_system: latest.operating_system,
     device_type: latest.device_type,
     language: latest.language,
+    // No identify calls in these data: no profile.
+    traits: {},
   };
 }
 

@@ -5,7 +5,9 @@ import { exportRoutes } from './export';
 import { liveRoutes } from './live';
 import { metricRoutes } from './metric';
 import { overviewRoutes } from './overview';
+import { replayRoutes } from './replay';
 import { sessionRoutes } from './sessions';
+import { traitRoutes } from './traits';
 import { userRoutes } from './users';
 
 /** SPEC 13's traffic analytics, one router per resource. */
@@ -16,4 +18,6 @@ export const analyticsRoutes: ((ctx: QueryContext) => Hono<HttpEnv>)[] = [
   userRoutes,
   liveRoutes,
   exportRoutes,
+  traitRoutes,
+  replayRoutes,
 ];

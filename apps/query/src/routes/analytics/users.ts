@@ -1,11 +1,27 @@
 import { createRoute, z } from '@hono/zod-openapi';
-import { getUser, listUsers, USER_SORTS } from '@trackhouse/clickhouse';
+import { getUser, listUsers, USER_SORTS, type UserSearch } from '@trackhouse/clickhouse';
 import { ApiError } from '@trackhouse/core';
 import { toCommon } from '../../common';
 import { type QueryContext, router } from '../../context';
 import { errors, intParam, json, siteIdParam, withCommon } from '../../schemas';
-import { listedUserSchema, MAX_PAGE, trafficUserSchema, userParams } from './schemas';
+import { invalidParam, listedUserSchema, MAX_PAGE, trafficUserSchema, userParams } from './schemas';
 
+/** A merged profile: trait -> its latest value, parsed back from JSON. */
+export const traitsSchema = z
+  .record(z.string(), z.unknown())
+  .openapi('UserTraits', { description: 'The merged profile of the identified id ({} without one)' });
+
+const profileUserSchema = trafficUserSchema.extend({ traits: traitsSchema }).openapi('UserProfile');
+const listedProfileUserSchema = listedUserSchema
+  .extend({ traits: traitsSchema })
+  .openapi('ListedUserProfile');
+
+const searchText = (description: string) => z.string().min(1).max(255).optional().openapi({ description });
+
+/**
+ * Profiles are personal data the site sent about its users: only members see traits or narrow
+ * the list by them (a public or private-link viewer gets `traits: {}`).
+ */
 export function userRoutes(ctx: QueryContext) {
   const app = router();
 
@@ -21,25 +37,53 @@ export function userRoutes(ctx: QueryContext) {
           limit: intParam(25, 1, 100),
           sort: z.enum(USER_SORTS).default('last_seen'),
           order: z.enum(['asc', 'desc']).default('desc'),
+          trait_key: searchText('With trait_value: only users whose profile has this trait'),
+          trait_value: z
+            .string()
+            .max(1024)
+            .optional()
+            .openapi({ description: 'The trait value as text (a JSON string decoded), matched exactly' }),
+          search: searchText('Case-insensitive part of the anonymous id, the identified id or a trait value'),
         }),
       },
       responses: {
         200: json(
-          z.object({ data: z.array(listedUserSchema), totalCount: z.number() }),
+          z.object({ data: z.array(listedProfileUserSchema), totalCount: z.number() }),
           'A page of users and how many there are',
         ),
         ...errors,
       },
     }),
     async (c) => {
-      const { site } = await ctx.auth.site(c, c.req.valid('param').siteId, 'read');
+      const { siteId } = c.req.valid('param');
+      const { site, role } = await ctx.auth.site(c, siteId, 'read');
       const q = c.req.valid('query');
-      const result = await listUsers(ctx.ch, site.siteId, toCommon(q), {
-        limit: q.limit,
-        offset: (q.page - 1) * q.limit,
-        sort: q.sort,
-        order: q.order,
-      });
+      if ((q.trait_key === undefined) !== (q.trait_value === undefined)) {
+        throw invalidParam(
+          q.trait_key === undefined ? 'trait_key' : 'trait_value',
+          'trait_key and trait_value go together',
+        );
+      }
+      const search: UserSearch = {
+        ...(q.trait_key === undefined ? {} : { traitKey: q.trait_key }),
+        ...(q.trait_value === undefined ? {} : { traitValue: q.trait_value }),
+        ...(q.search === undefined ? {} : { search: q.search }),
+      };
+      // Narrowing by profile needs what reading profiles needs: the answer for a viewer.
+      if (role === undefined && Object.keys(search).length > 0) await ctx.auth.site(c, siteId, 'member');
+      const result = await listUsers(
+        ctx.ch,
+        site.siteId,
+        toCommon(q),
+        {
+          limit: q.limit,
+          offset: (q.page - 1) * q.limit,
+          sort: q.sort,
+          order: q.order,
+          profiles: role !== undefined,
+        },
+        search,
+      );
       return c.json(result, 200);
     },
   );
@@ -50,12 +94,12 @@ export function userRoutes(ctx: QueryContext) {
       path: '/api/sites/{siteId}/users/{userId}',
       summary: 'One user over all time, by anonymous or identified id',
       request: { params: userParams, query: withCommon({}) },
-      responses: { 200: json(z.object({ data: trafficUserSchema }), 'The user'), ...errors },
+      responses: { 200: json(z.object({ data: profileUserSchema }), 'The user'), ...errors },
     }),
     async (c) => {
       const { siteId, userId } = c.req.valid('param');
-      const { site } = await ctx.auth.site(c, siteId, 'read');
-      const data = await getUser(ctx.ch, site.siteId, userId);
+      const { site, role } = await ctx.auth.site(c, siteId, 'read');
+      const data = await getUser(ctx.ch, site.siteId, userId, role !== undefined);
       if (!data) throw new ApiError('USER_NOT_FOUND', 'User not found');
       return c.json({ data }, 200);
     },

@@ -2,6 +2,15 @@ import { toIso } from '@trackhouse/core';
 import type { ClickHouse } from '../../client';
 import { type CommonParams, Params, whereClause } from '../builder';
 import { EVENT_ORDER } from './shared';
+import {
+  aliasedVisitors,
+  currentAliases,
+  getAliases,
+  getTraits,
+  mergedProfiles,
+  TRAIT_TEXT,
+  type Traits,
+} from './traits';
 
 export const USER_SORTS = ['last_seen', 'first_seen', 'sessions', 'pageviews', 'events'] as const;
 export type UserSort = (typeof USER_SORTS)[number];
@@ -30,6 +39,8 @@ export interface TrafficUser {
   operating_system: string;
   device_type: string;
   language: string;
+  /** The merged profile of `identified_user_id` ({} without one). */
+  traits: Traits;
 }
 
 /** Fields a user takes from their latest event. */
@@ -55,15 +66,80 @@ const USER_FIELDS = [
   ...LATEST_EVENT_FIELDS.map((f) => `argMax(${f}, ${EVENT_ORDER}) AS u_${f}`),
 ].join(',\n  ');
 
-type UserRow = { [K in keyof TrafficUser as `u_${K}`]: TrafficUser[K] };
+type EventFields = Omit<TrafficUser, 'traits'>;
+type UserRow = { [K in keyof EventFields as `u_${K}`]: EventFields[K] };
 
-function toUser(r: UserRow): TrafficUser {
-  const u = Object.fromEntries(Object.entries(r).map(([k, v]) => [k.slice(2), v])) as unknown as TrafficUser;
+function toUser(r: UserRow): EventFields {
+  const u = Object.fromEntries(Object.entries(r).map(([k, v]) => [k.slice(2), v])) as unknown as EventFields;
   return { ...u, first_seen: toIso(u.first_seen), last_seen: toIso(u.last_seen) };
+}
+
+/**
+ * Users as answered: the identified id is the events' one, else the visitor's current alias;
+ * `traits` its merged profile (left empty when `profiles` is false).
+ */
+async function withProfiles<T extends { user_id: string; identified_user_id: string }>(
+  ch: ClickHouse,
+  siteId: number,
+  users: T[],
+  profiles: boolean,
+): Promise<(T & { traits: Traits })[]> {
+  const aliases = await getAliases(
+    ch,
+    siteId,
+    users.filter((u) => u.identified_user_id === '').map((u) => u.user_id),
+  );
+  const resolved = users.map((u) => ({
+    ...u,
+    identified_user_id: u.identified_user_id || (aliases.get(u.user_id) ?? ''),
+  }));
+  const traits = profiles
+    ? await getTraits(
+        ch,
+        siteId,
+        resolved.map((u) => u.identified_user_id),
+      )
+    : new Map<string, Traits>();
+  return resolved.map((u) => ({ ...u, traits: traits.get(u.identified_user_id) ?? {} }));
+}
+
+/**
+ * Narrowing of the users list by profile: a trait with exactly this text (`traitKey` and
+ * `traitValue` together), and/or `search`, a case-insensitive substring of the anonymous id,
+ * the identified id or any trait value's text.
+ */
+export interface UserSearch {
+  traitKey?: string;
+  traitValue?: string;
+  search?: string;
+}
+
+/** Conditions on a ranked row's anonymous id `u` and identified id `iid` for a search. */
+function searchConditions(p: Params, siteId: number, s: UserSearch): string[] {
+  const out: string[] = [];
+  if (s.traitKey !== undefined && s.traitValue !== undefined) {
+    out.push(`iid IN (SELECT iid FROM (${mergedProfiles(p, siteId, [`trait = ${p.bind('String', s.traitKey)}`])})
+      WHERE ${TRAIT_TEXT} = ${p.bind('String', s.traitValue)})`);
+  }
+  if (s.search !== undefined) {
+    const q = p.bind('String', s.search);
+    out.push(`(positionCaseInsensitiveUTF8(u, ${q}) > 0 OR positionCaseInsensitiveUTF8(iid, ${q}) > 0
+      OR iid IN (SELECT iid FROM (${mergedProfiles(p, siteId)}) WHERE positionCaseInsensitiveUTF8(${TRAIT_TEXT}, ${q}) > 0))`);
+  }
+  return out;
 }
 
 /** The list answers fewer fields than the profile. */
 export type ListedUser = Omit<TrafficUser, 'region' | 'city' | 'language'>;
+
+export interface UserPage {
+  limit: number;
+  offset: number;
+  sort: UserSort;
+  order: 'asc' | 'desc';
+  /** Answer the profiles' traits (false: `traits` stays empty). */
+  profiles?: boolean;
+}
 
 /**
  * SPEC 13 `users`: one item per anonymous `user_id` among the events in range that match the
@@ -74,16 +150,38 @@ export async function listUsers(
   ch: ClickHouse,
   siteId: number,
   common: CommonParams,
-  page: { limit: number; offset: number; sort: UserSort; order: 'asc' | 'desc' },
+  page: UserPage,
+  search: UserSearch = {},
 ): Promise<{ data: ListedUser[]; totalCount: number }> {
+  const direction = page.order === 'asc' ? 'ASC' : 'DESC';
   const rank = async (limit: number, offset: number) => {
     const p = new Params();
+    const narrowed = searchConditions(p, siteId, search);
+    const bounds = `LIMIT ${p.bind('UInt32', limit)} OFFSET ${p.bind('UInt32', offset)}`;
+    if (narrowed.length === 0) {
+      return ch.query<{ u: string; total: number }>(
+        `SELECT user_id AS u, count() OVER () AS total FROM events
+         WHERE ${whereClause(p, siteId, common)}
+         GROUP BY user_id
+         ORDER BY ${SORT_EXPRESSIONS[page.sort]} ${direction}, u ASC
+         ${bounds}`,
+        p.values,
+      );
+    }
+    // The identified id as the answer gives it (the events', else the current alias) decides.
     return ch.query<{ u: string; total: number }>(
-      `SELECT user_id AS u, count() OVER () AS total FROM events
-       WHERE ${whereClause(p, siteId, common)}
-       GROUP BY user_id
-       ORDER BY ${SORT_EXPRESSIONS[page.sort]} ${page.order === 'asc' ? 'ASC' : 'DESC'}, u ASC
-       LIMIT ${p.bind('UInt32', limit)} OFFSET ${p.bind('UInt32', offset)}`,
+      `SELECT u, if(r.ev != '', r.ev, a.alias) AS iid, count() OVER () AS total
+       FROM (
+         SELECT user_id AS u, ${SORT_EXPRESSIONS[page.sort]} AS s,
+           argMaxIf(identified_user_id, ${EVENT_ORDER}, identified_user_id != '') AS ev
+         FROM events
+         WHERE ${whereClause(p, siteId, common)}
+         GROUP BY user_id
+       ) AS r
+       LEFT JOIN (${currentAliases(p, siteId)}) AS a ON r.u = a.au
+       WHERE ${narrowed.join(' AND ')}
+       ORDER BY s ${direction}, u ASC
+       ${bounds}`,
       p.values,
     );
   };
@@ -103,34 +201,43 @@ export async function listUsers(
     p.values,
   );
   const byId = new Map(rows.map(({ u, ...r }) => [u, toUser(r)]));
-  return {
-    totalCount,
-    data: ranked.flatMap((r) => {
-      const user = byId.get(r.u);
-      if (!user) return [];
-      const { region: _r, city: _c, language: _l, ...listed } = user;
-      return [listed];
-    }),
-  };
+  const users = ranked.flatMap((r) => {
+    const user = byId.get(r.u);
+    if (!user) return [];
+    const { region: _r, city: _c, language: _l, ...listed } = user;
+    return [listed];
+  });
+  return { totalCount, data: await withProfiles(ch, siteId, users, page.profiles ?? true) };
 }
 
 /**
  * SPEC 13 `users/:userId`: every event of all time whose anonymous or identified id is exactly
- * `userId` (as the `user_id` filter matches), attributes from the latest. Undefined when none.
+ * `userId` (as the `user_id` filter matches), and the events without an identified id of the
+ * visitors whose current alias is `userId`; attributes from the latest. Undefined when none.
  */
 export async function getUser(
   ch: ClickHouse,
   siteId: number,
   userId: string,
+  profiles = true,
 ): Promise<TrafficUser | undefined> {
+  const aliased = await aliasedVisitors(ch, siteId, [userId]);
   const p = new Params();
   const id = p.bind('String', userId);
+  const viaAlias =
+    aliased.length === 0
+      ? ''
+      : ` OR (identified_user_id = '' AND user_id IN ${p.bind(
+          'Array(String)',
+          aliased.map((a) => a.au),
+        )})`;
   const [row] = await ch.query<UserRow & { n: number }>(
     `SELECT count() AS n, ${USER_FIELDS} FROM events
-     WHERE site_id = ${p.bind('UInt32', siteId)} AND (user_id = ${id} OR identified_user_id = ${id})`,
+     WHERE site_id = ${p.bind('UInt32', siteId)} AND (user_id = ${id} OR identified_user_id = ${id}${viaAlias})`,
     p.values,
   );
   if (!row || row.n === 0) return undefined;
   const { n: _n, ...fields } = row;
-  return toUser(fields);
+  const [user] = await withProfiles(ch, siteId, [toUser(fields)], profiles);
+  return user;
 }
