@@ -50,6 +50,11 @@ const ROUTES: ProtectedRoute[] = [
     body: { action: 'revoke_private_link_key' },
     need: 'admin',
   },
+  { method: 'GET', path: (s) => `/api/sites/${s}/users?search=x`, need: 'member' },
+  { method: 'GET', path: (s) => `/api/sites/${s}/user-traits/keys`, need: 'member' },
+  { method: 'GET', path: (s) => `/api/sites/${s}/user-traits/values?key=plan`, need: 'member' },
+  { method: 'GET', path: (s) => `/api/sites/${s}/user-traits/users?key=plan&value=pro`, need: 'member' },
+  { method: 'GET', path: (s) => `/api/sites/${s}/session-replay/list`, need: 'member' },
 ];
 
 /**
