@@ -249,7 +249,31 @@ export function traitUsers(
 const batchOrder = (a: ReplayRow, b: ReplayRow) =>
   cmp(a.start_time, b.start_time) || cmp(a.timestamp, b.timestamp) || byteOrder(a.batch_id, b.batch_id);
 
-function metadata(sessionId: string, batches: ReplayRow[]) {
+const ATTRIBUTES = [
+  'country',
+  'region',
+  'city',
+  'browser',
+  'browser_version',
+  'operating_system',
+  'operating_system_version',
+  'device_type',
+] as const;
+
+/** The attributes of the session's first event ("" without events). */
+function sessionAttributes(
+  all: StoredEvent[],
+  siteId: number,
+  sessionId: string,
+): Record<(typeof ATTRIBUTES)[number], string> {
+  const first = all.filter((e) => e.site_id === siteId && e.session_id === sessionId).sort(compareEvents)[0];
+  return Object.fromEntries(ATTRIBUTES.map((a) => [a, first ? String(first[a]) : ''])) as Record<
+    (typeof ATTRIBUTES)[number],
+    string
+  >;
+}
+
+function metadata(all: StoredEvent[], siteId: number, sessionId: string, batches: ReplayRow[]) {
   const first = batches[0]!;
   const start = batches.map((b) => b.start_time).sort()[0]!;
   const end = batches
@@ -269,6 +293,7 @@ function metadata(sessionId: string, batches: ReplayRow[]) {
     viewport_width: first.viewport_width,
     viewport_height: first.viewport_height,
     language: first.language,
+    ...sessionAttributes(all, siteId, sessionId),
   };
 }
 
@@ -294,7 +319,7 @@ export function replayList(rows: ReplayRow[], all: StoredEvent[], siteId: number
   const matching =
     c.filters.length > 0 ? new Set(selectEvents(all, siteId, c).map((e) => e.session_id)) : undefined;
   return [...sessionsOf(rows, siteId)]
-    .map(([id, batches]) => metadata(id, batches))
+    .map(([id, batches]) => metadata(all, siteId, id, batches))
     .filter((m) => {
       const start = Date.parse(m.start_time);
       return start >= from && start < to && (!matching || matching.has(m.session_id));
@@ -303,11 +328,11 @@ export function replayList(rows: ReplayRow[], all: StoredEvent[], siteId: number
 }
 
 /** A replay's metadata and all its events in order. */
-export function replayOf(rows: ReplayRow[], siteId: number, sessionId: string) {
+export function replayOf(rows: ReplayRow[], all: StoredEvent[], siteId: number, sessionId: string) {
   const batches = sessionsOf(rows, siteId).get(sessionId);
   if (!batches) return undefined;
   return {
-    metadata: metadata(sessionId, batches),
+    metadata: metadata(all, siteId, sessionId, batches),
     events: batches.flatMap((b) => JSON.parse(b.events) as unknown[]),
   };
 }

@@ -25,6 +25,8 @@ let anonymous: string[];
 /** The session whose replay has many batches (paging over events). */
 let longSession: string;
 let otherSiteSession: string;
+/** The app reading the events alone (QUERY_ROLLUPS=false). */
+let eventsOnly: QueryHarness['json'];
 
 const at = (ms: number) => toClickHouseDateTime(new Date(ms));
 const T0 = Date.parse('2026-03-01T00:00:00Z');
@@ -154,6 +156,8 @@ function makeReplays(site: number, otherSite: number): ref.ReplayRow[] {
       );
     }
   }
+  // A replay whose session has no stored event: no attributes.
+  rows.push(batch(site, randomUUID(), sessions[5]![1][0]!, T0 + 3_600_000, T0 + 3_601_000, 3, ''));
   longSession = sessions[0]![0];
   otherSiteSession = randomUUID();
   rows.push(batch(otherSite, otherSiteSession, events[0]!, T0, T0 + 1000, 5, ''));
@@ -164,6 +168,7 @@ beforeAll(async () => {
   h = await createQueryHarness({ QUERY_RATE_LIMIT_MAX: '1000000' });
   tenant = await h.tenant();
   other = await h.tenant();
+  eventsOnly = h.jsonOn({ ...h.ch, rollups: false });
   // Around the US spring change (March 8).
   events = [
     ...generateEvents({
@@ -211,7 +216,13 @@ const get = <T>(
   c: Partial<CommonParams> = {},
   extra: Record<string, string> = {},
   key = tenant.key,
-) => h.json<T>(`/api/sites/${tenant.siteId}/${path}?${query(c, extra)}`, { key });
+  json: () => QueryHarness['json'] = () => h.json,
+) => json()<T>(`/api/sites/${tenant.siteId}/${path}?${query(c, extra)}`, { key });
+/** The app as it runs, and with rollups off. */
+const PATHS = [
+  ['rollups', () => h.json],
+  ['events only', () => eventsOnly],
+] as const;
 
 const f = (parameter: Filter['parameter'], type: Filter['type'], ...value: string[]): Filter => ({
   parameter,
@@ -382,12 +393,20 @@ describe('session replay', () => {
     'scenario %i: lists replays starting in the range, newest first, paged',
     async (_i, s) => {
       const expected = ref.replayList(replays, events, tenant.siteId, full(s));
-      for (let offset = 0; offset <= expected.length + 7; offset += 7) {
-        const res = await get<unknown>('session-replay/list', s, { limit: '7', offset: String(offset) });
-        expect(res.body, String(offset)).toEqual({
-          data: expected.slice(offset, offset + 7),
-          totalCount: expected.length,
-        });
+      for (const [name, json] of PATHS) {
+        for (let offset = 0; offset <= expected.length + 7; offset += 7) {
+          const res = await get<unknown>(
+            'session-replay/list',
+            s,
+            { limit: '7', offset: String(offset) },
+            tenant.key,
+            json,
+          );
+          expect(res.body, `${name} ${offset}`).toEqual({
+            data: expected.slice(offset, offset + 7),
+            totalCount: expected.length,
+          });
+        }
       }
     },
   );
@@ -408,14 +427,20 @@ describe('session replay', () => {
   it('answers every replay with its events in batch order', async () => {
     const ids = [...new Set(replays.filter((r) => r.site_id === tenant.siteId).map((r) => r.session_id))];
     for (const id of ids) {
-      const expected = ref.replayOf(replays, tenant.siteId, id)!;
-      const res = await get<unknown>(`session-replay/${id}`, {}, { limit: '10000' });
-      expect(res.body, id).toEqual({ ...expected, hasMore: false, nextOffset: null });
+      const expected = ref.replayOf(replays, events, tenant.siteId, id)!;
+      for (const [name, json] of PATHS) {
+        const res = await get<unknown>(`session-replay/${id}`, {}, { limit: '10000' }, tenant.key, json);
+        expect(res.body, `${name} ${id}`).toEqual({ ...expected, hasMore: false, nextOffset: null });
+      }
     }
+    // The data have sessions with attributes, and one without events.
+    const countries = ids.map((id) => ref.replayOf(replays, events, tenant.siteId, id)!.metadata.country);
+    expect(countries.some((c) => c !== '')).toBe(true);
+    expect(countries).toContain('');
   });
 
   it('pages one replay by offset across batch boundaries', async () => {
-    const expected = ref.replayOf(replays, tenant.siteId, longSession)!;
+    const expected = ref.replayOf(replays, events, tenant.siteId, longSession)!;
     expect(expected.events.length).toBe(360);
     for (const [offset, limit] of [
       [0, 30],

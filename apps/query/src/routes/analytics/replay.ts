@@ -25,6 +25,14 @@ const replayMetadataSchema = z
     viewport_width: z.number(),
     viewport_height: z.number(),
     language: z.string(),
+    country: z.string(),
+    region: z.string(),
+    city: z.string(),
+    browser: z.string(),
+    browser_version: z.string(),
+    operating_system: z.string(),
+    operating_system_version: z.string(),
+    device_type: z.string(),
   })
   .openapi('SessionReplay');
 

@@ -1,6 +1,7 @@
 import { toIso } from '@trackhouse/core';
 import type { ClickHouse } from '../../client';
 import { type CommonParams, Params, rangeBounds, whereClause } from '../builder';
+import { EVENT_ORDER } from './shared';
 
 /**
  * Session replays as the ingest stored them: one `session_replay` row per rrweb batch. A
@@ -22,6 +23,73 @@ export interface ReplayMetadata {
   viewport_width: number;
   viewport_height: number;
   language: string;
+}
+
+/** What a replay carries of its session: the attributes of the session's first event. */
+export const REPLAY_SESSION_ATTRIBUTES = [
+  'country',
+  'region',
+  'city',
+  'browser',
+  'browser_version',
+  'operating_system',
+  'operating_system_version',
+  'device_type',
+] as const;
+type SessionAttributes = Record<(typeof REPLAY_SESSION_ATTRIBUTES)[number], string>;
+
+export type ReplayItem = ReplayMetadata & SessionAttributes;
+
+const noAttributes = Object.fromEntries(REPLAY_SESSION_ATTRIBUTES.map((a) => [a, ''])) as SessionAttributes;
+
+/**
+ * The attributes of each session's first event (all its events; "" for a session without
+ * events). From the session rollup, whose key starts with the time in the session id, so a page
+ * of ids is a few granules; from the events when rollups are off (a scan of the site).
+ */
+async function sessionAttributes(
+  ch: ClickHouse,
+  siteId: number,
+  ids: string[],
+): Promise<Map<string, SessionAttributes>> {
+  if (ids.length === 0) return new Map();
+  const p = new Params();
+  const site = p.bind('UInt32', siteId);
+  const list = p.bind('Array(UUID)', ids);
+  const columns = REPLAY_SESSION_ATTRIBUTES.map((a) =>
+    ch.rollups === false
+      ? `argMin(${a}, ${EVENT_ORDER}) AS a_${a}`
+      : `tupleElement(min(first_event), '${a}') AS a_${a}`,
+  ).join(', ');
+  const source =
+    ch.rollups === false
+      ? `events WHERE site_id = ${site} AND session_id IN ${list}`
+      : `session_facts WHERE site_id = ${site}
+         AND UUIDv7ToDateTime(session_id) IN (SELECT UUIDv7ToDateTime(arrayJoin(${list})))
+         AND session_id IN ${list}`;
+  const rows = await ch.query<{ s: string } & Record<string, string>>(
+    `SELECT toString(session_id) AS s, ${columns} FROM ${source} GROUP BY session_id`,
+    p.values,
+  );
+  return new Map(
+    rows.map((r) => [
+      r.s,
+      Object.fromEntries(REPLAY_SESSION_ATTRIBUTES.map((a) => [a, r[`a_${a}`] ?? ''])) as SessionAttributes,
+    ]),
+  );
+}
+
+async function withAttributes(
+  ch: ClickHouse,
+  siteId: number,
+  items: ReplayMetadata[],
+): Promise<ReplayItem[]> {
+  const attributes = await sessionAttributes(
+    ch,
+    siteId,
+    items.map((m) => m.session_id),
+  );
+  return items.map((m) => ({ ...m, ...(attributes.get(m.session_id) ?? noAttributes) }));
 }
 
 const BATCH_ORDER = '(start_time, timestamp, toString(batch_id))';
@@ -63,36 +131,41 @@ export async function listReplays(
   siteId: number,
   common: CommonParams,
   page: { limit: number; offset: number },
-): Promise<{ data: ReplayMetadata[]; totalCount: number }> {
-  const p = new Params();
-  const { from, to } = rangeBounds(p, common);
-  const having = [from && `min(start_time) >= ${from}`, to && `min(start_time) < ${to}`].filter(Boolean);
-  const where = [`site_id = ${p.bind('UInt32', siteId)}`];
-  if (common.filters.length > 0) {
-    where.push(`session_id IN (SELECT session_id FROM events WHERE ${whereClause(p, siteId, common)})`);
-  }
-  const rows = await ch.query<MetadataRow & { total: number }>(
-    `SELECT toString(session_id) AS s, ${METADATA_FIELDS}, count() OVER () AS total
-     FROM session_replay
-     WHERE ${where.join(' AND ')}
-     GROUP BY session_id
-     ${having.length > 0 ? `HAVING ${having.join(' AND ')}` : ''}
-     ORDER BY min(start_time) DESC, s ASC
-     LIMIT ${p.bind('UInt32', page.limit)} OFFSET ${p.bind('UInt32', page.offset)}`,
-    p.values,
+): Promise<{ data: ReplayItem[]; totalCount: number }> {
+  const ranked = (limit: number, offset: number) => {
+    const p = new Params();
+    const { from, to } = rangeBounds(p, common);
+    const having = [from && `min(start_time) >= ${from}`, to && `min(start_time) < ${to}`].filter(Boolean);
+    const where = [`site_id = ${p.bind('UInt32', siteId)}`];
+    if (common.filters.length > 0) {
+      where.push(`session_id IN (SELECT session_id FROM events WHERE ${whereClause(p, siteId, common)})`);
+    }
+    return ch.query<MetadataRow & { total: number }>(
+      `SELECT toString(session_id) AS s, ${METADATA_FIELDS}, count() OVER () AS total
+       FROM session_replay
+       WHERE ${where.join(' AND ')}
+       GROUP BY session_id
+       ${having.length > 0 ? `HAVING ${having.join(' AND ')}` : ''}
+       ORDER BY min(start_time) DESC, s ASC
+       LIMIT ${p.bind('UInt32', limit)} OFFSET ${p.bind('UInt32', offset)}`,
+      p.values,
+    );
+  };
+  const rows = await ranked(page.limit, page.offset);
+  const totalCount = (rows[0] ?? (page.offset > 0 ? (await ranked(1, 0))[0] : undefined))?.total ?? 0;
+  const data = await withAttributes(
+    ch,
+    siteId,
+    rows.map(({ total: _t, ...r }) => toMetadata(r)),
   );
-  let totalCount = rows[0]?.total ?? 0;
-  if (rows.length === 0 && page.offset > 0) {
-    totalCount = (await listReplays(ch, siteId, common, { limit: 1, offset: 0 })).totalCount;
-  }
-  return { totalCount, data: rows.map(({ total: _t, ...r }) => toMetadata(r)) };
+  return { totalCount, data };
 }
 
 /** Session ids as stored: lowercase UUID text (anything else names no session). */
 const SESSION_ID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 
 export interface ReplayPage {
-  metadata: ReplayMetadata;
+  metadata: ReplayItem;
   events: unknown[];
   hasMore: boolean;
   /** The `offset` of the next page, null on the last. */
@@ -118,7 +191,8 @@ export async function getReplay(
     p.values,
   );
   if (!meta) return undefined;
-  const metadata = toMetadata(meta);
+  const [metadata] = await withAttributes(ch, siteId, [toMetadata(meta)]);
+  if (!metadata) return undefined;
 
   const batches = await ch.query<{ b: string; n: number }>(
     `SELECT toString(batch_id) AS b, event_count AS n FROM session_replay WHERE ${key} ORDER BY ${BATCH_ORDER}`,
