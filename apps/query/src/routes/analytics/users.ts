@@ -69,7 +69,7 @@ export function userRoutes(ctx: QueryContext) {
         ...(q.trait_value === undefined ? {} : { traitValue: q.trait_value }),
         ...(q.search === undefined ? {} : { search: q.search }),
       };
-      // Narrowing by profile needs what reading profiles needs: the answer for a viewer.
+      // Narrowing by profile is for members: a viewer gets that route's 401 or 403.
       if (role === undefined && Object.keys(search).length > 0) await ctx.auth.site(c, siteId, 'member');
       const result = await listUsers(
         ctx.ch,
