@@ -1,0 +1,49 @@
+import { createRoute, z } from '@hono/zod-openapi';
+import { AUTOCAPTURE_TYPES, autocaptureEvents } from '@trackhouse/clickhouse';
+import { toCommon } from '../../common';
+import { type QueryContext, router } from '../../context';
+import { errors, intParam, json, siteIdParam, withCommon } from '../../schemas';
+import { MAX_PAGE } from './schemas';
+
+const autocaptureItemSchema = z
+  .object({ value: z.string(), count: z.number(), sessionCount: z.number(), lastOccurred: z.string() })
+  .openapi('AutocaptureItem');
+
+export function autocaptureRoutes(ctx: QueryContext) {
+  const app = router();
+
+  app.openapi(
+    createRoute({
+      method: 'get',
+      path: '/api/sites/{siteId}/events/autocapture',
+      summary:
+        'Autocaptured values ranked by events: button texts, copied texts, form names, field names, outbound URLs',
+      request: {
+        params: siteIdParam,
+        query: withCommon({
+          type: z.enum(AUTOCAPTURE_TYPES),
+          limit: intParam(10, 1, 1000),
+          page: intParam(1, 1, MAX_PAGE),
+        }),
+      },
+      responses: {
+        200: json(
+          z.object({ data: z.object({ data: z.array(autocaptureItemSchema), totalCount: z.number() }) }),
+          'A page of values and the number of distinct values',
+        ),
+        ...errors,
+      },
+    }),
+    async (c) => {
+      const { site } = await ctx.auth.site(c, c.req.valid('param').siteId, 'read');
+      const q = c.req.valid('query');
+      const data = await autocaptureEvents(ctx.ch, site.siteId, toCommon(q), q.type, {
+        limit: q.limit,
+        offset: (q.page - 1) * q.limit,
+      });
+      return c.json({ data }, 200);
+    },
+  );
+
+  return app;
+}
