@@ -210,7 +210,11 @@ const label = (s: Scenario) =>
   `${s.startDate ?? 'open'}..${s.endDate ?? 'open'} ${s.timeZone ?? 'UTC'}${s.filters ? ' filtered' : ''}`;
 
 describe.each(SCENARIOS.map((s) => [label(s), s] as const))('%s', (_, scenario) => {
-  const selected = () => selectEvents(events, tenant.siteId, full(scenario));
+  let memo: StoredEvent[] | undefined;
+  const selected = () => {
+    memo ??= selectEvents(events, tenant.siteId, full(scenario));
+    return memo;
+  };
 
   it('errors/names: every name ranked, paged, with the number of names', async () => {
     const expected = ref.errorNames(selected());
@@ -317,6 +321,10 @@ describe.each(SCENARIOS.map((s) => [label(s), s] as const))('%s', (_, scenario) 
         page: '2',
       });
       expect(second.data.data, type).toEqual(expected.slice(2, 4));
+      const suggestions = await get<{ data: unknown[] }>('events/autocapture/values', scenario, { type });
+      expect(suggestions.data, type).toEqual(ref.autocaptureValues(selected(), type));
+      const top = await get<{ data: unknown[] }>('events/autocapture/values', scenario, { type, limit: '2' });
+      expect(top.data, type).toEqual(ref.autocaptureValues(selected(), type).slice(0, 2));
     }
     expect(values).toBeGreaterThan(4);
   });
@@ -440,6 +448,8 @@ describe('malformed parameters and access', () => {
     ['events/autocapture', ''],
     ['events/autocapture', 'type=pageview'],
     ['events/autocapture', 'type=copy&limit=1001'],
+    ['events/autocapture/values', 'type=pageview'],
+    ['events/autocapture/values', 'type=copy&limit=0'],
   ];
   it.each(bad)('%s?%s → 400 with details', async (path, qs) => {
     const res = await h.json<{ success: boolean; code: string; details: { fieldErrors: object } }>(
@@ -458,6 +468,7 @@ describe('malformed parameters and access', () => {
     'performance/time-series',
     'performance/by-dimension?dimension=pathname',
     'events/autocapture?type=copy',
+    'events/autocapture/values?type=form_submit',
   ];
   it.each(paths)('%s: a key of another organization, no key', async (path) => {
     const stranger = await h.tenant('owner', false);

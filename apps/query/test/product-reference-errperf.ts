@@ -33,7 +33,8 @@ const BUTTONS = ['Sign up', 'Add to cart', 'Buy now', 'Menu', 'Close', '€ Pay'
 const COPIES = ['npm install @rybbit/js', 'support@example.com', 'SAVE20', 'x'.repeat(500)];
 const FORMS = [
   { formId: 'signup', formName: 'signup-form', formAction: '/api/signup' },
-  { formId: 'newsletter', formName: '', formAction: '/subscribe' },
+  { formId: 'newsletter', formName: 'newsletter', formAction: '/subscribe' },
+  { formId: 'login', formName: '', formAction: '/api/login' },
   { formId: '', formName: '', formAction: '/search' },
   { formId: '', formName: '', formAction: '' },
 ];
@@ -327,5 +328,18 @@ export function autocapture(selected: StoredEvent[], type: string) {
       sessionCount: new Set(events.map((e) => e.session_id)).size,
       lastOccurred: new Date(Math.max(...events.map(ms))).toISOString(),
     }))
+    .sort((a, b) => b.count - a.count || byteOrder(a.value, b.value));
+}
+
+/** Every key's value counts, once per event. */
+export function autocaptureValues(selected: StoredEvent[], type: string) {
+  const counts = new Map<string, number>();
+  for (const e of selected) {
+    if (e.type !== type) continue;
+    const values = new Set(VALUE_KEYS[type]!.map((k) => e.props[k] ?? '').filter((v) => v !== ''));
+    for (const v of values) counts.set(v, (counts.get(v) ?? 0) + 1);
+  }
+  return [...counts]
+    .map(([value, count]) => ({ value, count }))
     .sort((a, b) => b.count - a.count || byteOrder(a.value, b.value));
 }

@@ -1,5 +1,5 @@
 import { createRoute, z } from '@hono/zod-openapi';
-import { AUTOCAPTURE_TYPES, autocaptureEvents } from '@trackhouse/clickhouse';
+import { AUTOCAPTURE_TYPES, autocaptureEvents, autocaptureValues } from '@trackhouse/clickhouse';
 import { toCommon } from '../../common';
 import { type QueryContext, router } from '../../context';
 import { errors, intParam, json, siteIdParam, withCommon } from '../../schemas';
@@ -41,6 +41,31 @@ export function autocaptureRoutes(ctx: QueryContext) {
         limit: q.limit,
         offset: (q.page - 1) * q.limit,
       });
+      return c.json({ data }, 200);
+    },
+  );
+
+  app.openapi(
+    createRoute({
+      method: 'get',
+      path: '/api/sites/{siteId}/events/autocapture/values',
+      summary: 'Values goals and funnel steps on an autocaptured type can match, ranked by events',
+      request: {
+        params: siteIdParam,
+        query: withCommon({ type: z.enum(AUTOCAPTURE_TYPES), limit: intParam(500, 1, 1000) }),
+      },
+      responses: {
+        200: json(
+          z.object({ data: z.array(z.object({ value: z.string(), count: z.number() })) }),
+          'The most frequent values, at most `limit`',
+        ),
+        ...errors,
+      },
+    }),
+    async (c) => {
+      const { site } = await ctx.auth.site(c, c.req.valid('param').siteId, 'read');
+      const q = c.req.valid('query');
+      const data = await autocaptureValues(ctx.ch, site.siteId, toCommon(q), q.type, q.limit);
       return c.json({ data }, 200);
     },
   );

@@ -62,3 +62,30 @@ export async function autocaptureEvents(
     data: rows.map((r) => ({ value: r.v, count: r.n, sessionCount: r.s, lastOccurred: toIso(r.last) })),
   };
 }
+
+/**
+ * Every value a goal or funnel step on the type can match (each of the type's keys, not only the
+ * first non-empty one: a form by its name, its id or its action), ranked by the events carrying
+ * it (an event counts once per value, whichever keys hold it; ties by value, byte order); at most
+ * `limit` of them.
+ */
+export async function autocaptureValues(
+  ch: ClickHouse,
+  siteId: number,
+  common: CommonParams,
+  type: AutocaptureType,
+  limit: number,
+): Promise<{ value: string; count: number }[]> {
+  const p = new Params();
+  const keys = AUTOCAPTURE_VALUE_KEYS[type].map((k) => `props[${p.bind('String', k)}]`);
+  const rows = await ch.query<{ v: string; n: number }>(
+    `SELECT v, count() AS n
+     FROM (SELECT arrayJoin(arrayDistinct([${keys.join(', ')}])) AS v ${typedEvents(p, siteId, common, type)})
+     WHERE v != ''
+     GROUP BY v
+     ORDER BY n DESC, v ASC
+     LIMIT ${p.bind('UInt32', limit)}`,
+    p.values,
+  );
+  return rows.map((r) => ({ value: r.v, count: r.n }));
+}
