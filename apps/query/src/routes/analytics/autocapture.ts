@@ -1,5 +1,5 @@
 import { createRoute, z } from '@hono/zod-openapi';
-import { AUTOCAPTURE_TYPES, autocaptureEvents, autocaptureValues } from '@trackhouse/clickhouse';
+import { AUTOCAPTURE_READ_TYPES, autocaptureEvents, autocaptureValues } from '@trackhouse/clickhouse';
 import { toCommon } from '../../common';
 import { type QueryContext, router } from '../../context';
 import { errors, intParam, json, siteIdParam, withCommon } from '../../schemas';
@@ -21,7 +21,7 @@ export function autocaptureRoutes(ctx: QueryContext) {
       request: {
         params: siteIdParam,
         query: withCommon({
-          type: z.enum(AUTOCAPTURE_TYPES),
+          type: z.enum(AUTOCAPTURE_READ_TYPES),
           limit: intParam(10, 1, 1000),
           page: intParam(1, 1, MAX_PAGE),
         }),
@@ -52,7 +52,7 @@ export function autocaptureRoutes(ctx: QueryContext) {
       summary: 'Values goals and funnel steps on an autocaptured type can match, ranked by events',
       request: {
         params: siteIdParam,
-        query: withCommon({ type: z.enum(AUTOCAPTURE_TYPES), limit: intParam(500, 1, 1000) }),
+        query: withCommon({ type: z.enum(AUTOCAPTURE_READ_TYPES), limit: intParam(500, 1, 1000) }),
       },
       responses: {
         200: json(

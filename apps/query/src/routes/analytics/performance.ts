@@ -3,11 +3,11 @@ import {
   BUCKETS,
   isSubDay,
   MAX_BUCKETS,
-  PERCENTILES,
   PERFORMANCE_DIMENSIONS,
   performanceBucketed,
   performanceByDimension,
   performanceOverview,
+  VITAL_PERCENTILES,
   WEB_VITALS,
 } from '@trackhouse/clickhouse';
 import { toCommon } from '../../common';
@@ -20,7 +20,7 @@ const rating = z.enum(['good', 'needs-improvement', 'poor']).nullable();
 /** Per vital: the percentiles (null without samples), the samples and the rating of the p75. */
 const vitalShape = Object.fromEntries(
   WEB_VITALS.flatMap((v) => [
-    ...PERCENTILES.map(([p]) => [`${v}_${p}`, z.number().nullable()] as const),
+    ...VITAL_PERCENTILES.map(([p]) => [`${v}_${p}`, z.number().nullable()] as const),
     [`${v}_samples`, z.number()] as const,
     [`${v}_rating`, rating] as const,
   ]),

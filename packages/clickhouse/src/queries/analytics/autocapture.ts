@@ -1,10 +1,16 @@
 import { toIso } from '@trackhouse/core';
 import type { ClickHouse } from '../../client';
 import { type CommonParams, Params } from '../builder';
-import { typedEvents } from './errors';
+import { fromEventsOfType } from './errors';
 
-export const AUTOCAPTURE_TYPES = ['button_click', 'copy', 'form_submit', 'input_change', 'outbound'] as const;
-export type AutocaptureType = (typeof AUTOCAPTURE_TYPES)[number];
+export const AUTOCAPTURE_READ_TYPES = [
+  'button_click',
+  'copy',
+  'form_submit',
+  'input_change',
+  'outbound',
+] as const;
+export type AutocaptureReadType = (typeof AUTOCAPTURE_READ_TYPES)[number];
 
 /**
  * The property an event of each type is listed by, as the browser client names it: a button's
@@ -12,7 +18,7 @@ export type AutocaptureType = (typeof AUTOCAPTURE_TYPES)[number];
  * client's `inputName`: name, id, label or placeholder), an outbound link's URL. The first
  * non-empty key wins.
  */
-export const AUTOCAPTURE_VALUE_KEYS: Record<AutocaptureType, readonly string[]> = {
+export const AUTOCAPTURE_VALUE_KEYS: Record<AutocaptureReadType, readonly string[]> = {
   button_click: ['text'],
   copy: ['text'],
   form_submit: ['formName', 'formId', 'formAction'],
@@ -36,7 +42,7 @@ export async function autocaptureEvents(
   ch: ClickHouse,
   siteId: number,
   common: CommonParams,
-  type: AutocaptureType,
+  type: AutocaptureReadType,
   page: { limit: number; offset: number },
 ): Promise<{ data: AutocaptureItem[]; totalCount: number }> {
   const run = (limit: number, offset: number) => {
@@ -47,7 +53,7 @@ export async function autocaptureEvents(
     return ch.query<{ v: string; n: number; s: number; last: string; n_values: number }>(
       `SELECT v, count() AS n, uniqExact(session_id) AS s, toString(max(timestamp)) AS last,
          count() OVER () AS n_values
-       FROM (SELECT ${value} AS v, session_id, timestamp ${typedEvents(p, siteId, common, type)})
+       FROM (SELECT ${value} AS v, session_id, timestamp ${fromEventsOfType(p, siteId, common, type)})
        WHERE v != ''
        GROUP BY v
        ORDER BY n DESC, v ASC
@@ -73,14 +79,14 @@ export async function autocaptureValues(
   ch: ClickHouse,
   siteId: number,
   common: CommonParams,
-  type: AutocaptureType,
+  type: AutocaptureReadType,
   limit: number,
 ): Promise<{ value: string; count: number }[]> {
   const p = new Params();
   const keys = AUTOCAPTURE_VALUE_KEYS[type].map((k) => `props[${p.bind('String', k)}]`);
   const rows = await ch.query<{ v: string; n: number }>(
     `SELECT v, count() AS n
-     FROM (SELECT arrayJoin(arrayDistinct([${keys.join(', ')}])) AS v ${typedEvents(p, siteId, common, type)})
+     FROM (SELECT arrayJoin(arrayDistinct([${keys.join(', ')}])) AS v ${fromEventsOfType(p, siteId, common, type)})
      WHERE v != ''
      GROUP BY v
      ORDER BY n DESC, v ASC

@@ -8,7 +8,7 @@ import { daysBetween, isoFromSeconds, ratio } from './shared';
  * Rows of one event type, read from `events_by_name` (sorted by site, type, name and time, so only
  * that type's rows are read), in range and matching every filter.
  */
-export function typedEvents(
+export function fromEventsOfType(
   p: Params,
   siteId: number,
   common: CommonParams,
@@ -25,7 +25,7 @@ export function typedEvents(
  * and ends with the bucket holding now (or the latest of them, if later). Undefined when the
  * range holds more than MAX_BUCKETS buckets.
  */
-export async function seriesBuckets(
+export async function seriesBucketStarts(
   ch: ClickHouse,
   common: CommonParams,
   bucket: Bucket,
@@ -40,13 +40,13 @@ export async function seriesBuckets(
 }
 
 /** A closed range certainly holding more than MAX_BUCKETS buckets (checked before any read). */
-export function tooManyBuckets(common: CommonParams, bucket: Bucket): boolean {
+export function exceedsBucketLimit(common: CommonParams, bucket: Bucket): boolean {
   if (common.startDate === undefined || common.endDate === undefined) return false;
   return daysBetween(common.startDate, common.endDate) * PER_DAY[bucket] > MAX_BUCKETS + 100;
 }
 
 /** `toUnixTimestamp` of the start of the bucket holding `timestamp`, in the range's time zone. */
-export function bucketOf(p: Params, common: CommonParams, bucket: Bucket): string {
+export function bucketSecondsOf(p: Params, common: CommonParams, bucket: Bucket): string {
   return `toUnixTimestamp(${BUCKET_START[bucket]('timestamp', p.bind('String', common.timeZone))})`;
 }
 
@@ -75,7 +75,7 @@ export async function errorNames(
     return ch.query<{ v: string; n: number; s: number; n_values: number; all_sessions: number }>(
       `SELECT v, n, s, count() OVER () AS n_values, sum(s) OVER () AS all_sessions FROM (
          SELECT event_name AS v, count() AS n, uniqExact(session_id) AS s
-         ${typedEvents(p, siteId, common, 'error', ["event_name != ''"])}
+         ${fromEventsOfType(p, siteId, common, 'error', ["event_name != ''"])}
          GROUP BY event_name)
        ORDER BY n DESC, v ASC
        LIMIT ${p.bind('UInt32', limit)} OFFSET ${p.bind('UInt32', offset)}`,
@@ -193,7 +193,7 @@ export async function errorEvents(
   page: { limit: number; offset: number },
 ): Promise<{ data: ErrorEventItem[]; totalCount: number }> {
   const from = (p: Params) =>
-    typedEvents(p, siteId, common, 'error', [`event_name = ${p.bind('String', name)}`]);
+    fromEventsOfType(p, siteId, common, 'error', [`event_name = ${p.bind('String', name)}`]);
   const p = new Params();
   const c = new Params();
   const [rows, [count]] = await Promise.all([
@@ -240,15 +240,15 @@ export async function errorBucketed(
   name: string,
   bucket: Bucket,
 ): Promise<ErrorBucketedResult> {
-  if (tooManyBuckets(common, bucket)) return { ok: false };
+  if (exceedsBucketLimit(common, bucket)) return { ok: false };
   const p = new Params();
   const rows = await ch.query<{ b: number; n: number }>(
-    `SELECT ${bucketOf(p, common, bucket)} AS b, count() AS n
-     ${typedEvents(p, siteId, common, 'error', [`event_name = ${p.bind('String', name)}`])}
+    `SELECT ${bucketSecondsOf(p, common, bucket)} AS b, count() AS n
+     ${fromEventsOfType(p, siteId, common, 'error', [`event_name = ${p.bind('String', name)}`])}
      GROUP BY b`,
     p.values,
   );
-  const starts = await seriesBuckets(
+  const starts = await seriesBucketStarts(
     ch,
     common,
     bucket,

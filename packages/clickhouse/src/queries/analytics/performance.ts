@@ -2,11 +2,11 @@ import type { ClickHouse } from '../../client';
 import { WEB_VITALS, type WebVital } from '../../rows';
 import { type CommonParams, Params } from '../builder';
 import type { Bucket } from './buckets';
-import { bucketOf, seriesBuckets, tooManyBuckets, typedEvents } from './errors';
+import { bucketSecondsOf, exceedsBucketLimit, fromEventsOfType, seriesBucketStarts } from './errors';
 import { isoFromSeconds } from './shared';
 
 /** The percentiles every answer gives per vital. */
-export const PERCENTILES = [
+export const VITAL_PERCENTILES = [
   ['p50', 0.5],
   ['p75', 0.75],
   ['p90', 0.9],
@@ -45,7 +45,7 @@ export type VitalStats = Record<string, number | string | null>;
  */
 const VITAL_AGGREGATES = WEB_VITALS.map(
   (v) =>
-    `count(${v}) AS ${v}_n, quantilesExactInclusive(${PERCENTILES.map(([, q]) => q).join(', ')})(${v}) AS ${v}_q`,
+    `count(${v}) AS ${v}_n, quantilesExactInclusive(${VITAL_PERCENTILES.map(([, q]) => q).join(', ')})(${v}) AS ${v}_q`,
 ).join(',\n  ');
 
 type VitalRow = { [K in WebVital as `${K}_n`]: number } & { [K in WebVital as `${K}_q`]: (number | null)[] };
@@ -55,7 +55,7 @@ function vitalStats(r: VitalRow | undefined): VitalStats {
   for (const v of WEB_VITALS) {
     const n = r?.[`${v}_n`] ?? 0;
     const q = r?.[`${v}_q`] ?? [];
-    PERCENTILES.forEach(([name], i) => {
+    VITAL_PERCENTILES.forEach(([name], i) => {
       out[`${v}_${name}`] = n === 0 ? null : Number(q[i]);
     });
     out[`${v}_samples`] = n;
@@ -76,7 +76,7 @@ export async function performanceOverview(
 ): Promise<Record<string, number | string | null | typeof WEB_VITAL_THRESHOLDS>> {
   const p = new Params();
   const [row] = await ch.query<VitalRow & { events: number }>(
-    `SELECT count() AS events, ${VITAL_AGGREGATES} ${typedEvents(p, siteId, common, 'performance')}`,
+    `SELECT count() AS events, ${VITAL_AGGREGATES} ${fromEventsOfType(p, siteId, common, 'performance')}`,
     p.values,
   );
   return { ...vitalStats(row), total_performance_events: row?.events ?? 0, thresholds: WEB_VITAL_THRESHOLDS };
@@ -97,15 +97,15 @@ export async function performanceBucketed(
   common: CommonParams,
   bucket: Bucket,
 ): Promise<PerformanceBucketedResult> {
-  if (tooManyBuckets(common, bucket)) return { ok: false };
+  if (exceedsBucketLimit(common, bucket)) return { ok: false };
   const p = new Params();
   const rows = await ch.query<VitalRow & { b: number; events: number }>(
-    `SELECT ${bucketOf(p, common, bucket)} AS b, count() AS events, ${VITAL_AGGREGATES}
-     ${typedEvents(p, siteId, common, 'performance')}
+    `SELECT ${bucketSecondsOf(p, common, bucket)} AS b, count() AS events, ${VITAL_AGGREGATES}
+     ${fromEventsOfType(p, siteId, common, 'performance')}
      GROUP BY b`,
     p.values,
   );
-  const starts = await seriesBuckets(
+  const starts = await seriesBucketStarts(
     ch,
     common,
     bucket,
@@ -161,7 +161,7 @@ export async function performanceByDimension(
     >(
       `SELECT *, count() OVER () AS n_values FROM (
          SELECT ${dimension} AS v, count() AS events, ${VITAL_AGGREGATES}, ${averages}
-         ${typedEvents(p, siteId, common, 'performance', [`${dimension} != ''`])}
+         ${fromEventsOfType(p, siteId, common, 'performance', [`${dimension} != ''`])}
          GROUP BY ${dimension})
        ORDER BY events DESC, v ASC
        LIMIT ${p.bind('UInt32', limit)} OFFSET ${p.bind('UInt32', offset)}`,
@@ -177,7 +177,7 @@ export async function performanceByDimension(
       const stats = vitalStats(r);
       for (const v of WEB_VITALS) {
         item[`${v}_avg`] = r[`${v}_n`] === 0 ? null : Number(r[`${v}_avg`]);
-        for (const [name] of PERCENTILES) item[`${v}_${name}`] = stats[`${v}_${name}`] ?? null;
+        for (const [name] of VITAL_PERCENTILES) item[`${v}_${name}`] = stats[`${v}_${name}`] ?? null;
         item[`${v}_samples`] = stats[`${v}_samples`] ?? 0;
         item[`${v}_rating`] = stats[`${v}_rating`] ?? null;
       }
