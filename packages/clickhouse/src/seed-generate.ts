@@ -22,6 +22,12 @@ export interface SeedOptions {
   seed?: number;
   /** Chance that an event reuses the previous event's millisecond (paging ties). */
   tieRate?: number;
+  /**
+   * Also what the browser client captures when a site turns it on: web vitals on page loads,
+   * button clicks, copies and form interactions. Off by default (the same events as before);
+   * `seedEvents` turns it on.
+   */
+  product?: boolean;
 }
 
 /** A small deterministic PRNG (mulberry32): the same seed, the same data. */
@@ -167,6 +173,104 @@ function followUps(
   return out;
 }
 
+/** A log-normal draw around `median` (spread `sigma`), rounded to `digits` decimals. */
+function logNormal(r: () => number, median: number, sigma: number, digits = 0): number {
+  const normal = Math.sqrt(-2 * Math.log(1 - r())) * Math.cos(2 * Math.PI * r());
+  const f = 10 ** digits;
+  return Math.round(median * Math.exp(sigma * normal) * f) / f;
+}
+
+/** Button texts by page, as the browser client reads them (text, else aria-label or title). */
+const BUTTONS: Record<string, readonly string[]> = {
+  '/': ['Start free trial', 'See the demo', 'Menu'],
+  '/pricing': ['Start free trial', 'Monthly', 'Yearly', 'Contact sales'],
+  '/signup': ['Create account', 'Sign up with Google'],
+  '/login': ['Log in', 'Forgot password?'],
+  '/checkout/cart': ['Continue to payment', 'Apply coupon'],
+  '/checkout/pay': ['Pay now'],
+};
+const COPIED = [
+  'npm install @rybbit/js',
+  '<script src="https://acme.example/script.js" defer></script>',
+  'SAVE20',
+];
+/** Forms by page: id, name, action and the fields changed before submitting. */
+const FORMS: Record<string, { formId: string; formName: string; formAction: string; fields: string[] }> = {
+  '/signup': { formId: 'signup', formName: 'signup', formAction: '/api/signup', fields: ['email', 'name'] },
+  '/login': { formId: 'login', formName: '', formAction: '/api/login', fields: ['email'] },
+  '/contact': { formId: '', formName: 'contact', formAction: '/api/contact', fields: ['email', 'message'] },
+  '/checkout/pay': { formId: 'payment', formName: '', formAction: '', fields: ['card-name', 'country'] },
+};
+
+type Step = {
+  type: StoredEvent['type'];
+  name: string;
+  properties: object;
+  vitals?: Record<string, number | null>;
+};
+
+/**
+ * What the browser client captures on a page beyond pageviews, from its own draws `x` (so the
+ * other events stay as they are): web vitals after a full page load (the session's landing page;
+ * INP only after an interaction, CLS often 0, slower on phones), clicks on the page's buttons,
+ * copied snippets on docs pages, field changes and submits of its form.
+ */
+function productSteps(page: Page, landing: boolean, device: string, x: () => number): Step[] {
+  const out: Step[] = [];
+  const slow = device === 'mobile' ? 1.6 : 1;
+  if (landing ? x() < 0.6 : x() < 0.05) {
+    const ttfb = x() < 0.03 ? null : logNormal(x, 350 * slow, 0.7);
+    const fcp = logNormal(x, 1100 * slow, 0.5) + (ttfb ?? 0);
+    out.push({
+      type: 'performance',
+      name: 'web-vitals',
+      properties: {},
+      vitals: {
+        lcp: x() < 0.04 ? null : Math.round(fcp + logNormal(x, 500 * slow, 0.8)),
+        cls: x() < 0.05 ? null : x() < 0.55 ? 0 : logNormal(x, 0.05, 1.1, 4),
+        inp: x() < 0.4 ? null : 8 * Math.max(1, Math.round(logNormal(x, 120 * slow, 0.8) / 8)),
+        fcp: Math.round(fcp * 10) / 10,
+        ttfb,
+      },
+    });
+  }
+  const buttons = BUTTONS[page.path];
+  if (buttons && x() < 0.12)
+    out.push({
+      type: 'button_click',
+      name: '',
+      properties: { text: buttons[Math.floor(x() * buttons.length)]! },
+    });
+  if (page.path.startsWith('/docs/') && x() < 0.05)
+    out.push({
+      type: 'copy',
+      name: '',
+      properties: { text: COPIED[Math.floor(x() * COPIED.length)]!, sourceElement: 'code' },
+    });
+  const form = FORMS[page.path];
+  if (form && x() < 0.3) {
+    const { fields, ...ids } = form;
+    for (const field of fields)
+      out.push({
+        type: 'input_change',
+        name: '',
+        properties: {
+          element: 'input',
+          inputName: field,
+          inputType: 'text',
+          ...(ids.formId ? { formId: ids.formId } : {}),
+        },
+      });
+    if (x() < 0.7)
+      out.push({
+        type: 'form_submit',
+        name: '',
+        properties: { ...ids, method: 'POST', fieldCount: fields.length + 1 },
+      });
+  }
+  return out;
+}
+
 /**
  * Realistic traffic, reproducible from `seed`: returning visitors (a few come often, most once)
  * with lasting devices, places and languages; sessions from skewed sources with their UTM values
@@ -183,6 +287,7 @@ export function* generateEvents(opts: SeedOptions): Generator<StoredEvent> {
   const startAt = startTimes(end - opts.days * 86_400_000, opts.days);
   const visitors = Math.max(1, Math.floor(opts.events / 14));
   const tieRate = opts.tieRate ?? 0;
+  const x = rng(seed ^ 0x5bd1e995);
   let produced = 0;
   while (produced < opts.events) {
     // Squaring the draw makes low numbers (returning visitors) far likelier than high ones.
@@ -207,7 +312,11 @@ export function* generateEvents(opts: SeedOptions): Generator<StoredEvent> {
       }
       if (traits.identified && (page.path === '/login' || page.path === '/signup'))
         identified = traits.identified;
-      const steps = [{ type: 'pageview' as const, name: '', properties: {} }, ...followUps(page, r)];
+      const steps: Step[] = [
+        { type: 'pageview', name: '', properties: {} },
+        ...followUps(page, r),
+        ...(opts.product ? productSteps(page, n === 0, traits.client.device, x) : []),
+      ];
       for (const step of steps) {
         if (produced >= opts.events) break;
         if (!first && r() >= tieRate)
@@ -252,6 +361,7 @@ export function* generateEvents(opts: SeedOptions): Generator<StoredEvent> {
           lon: place.lon,
           screen_width: traits.width,
           screen_height: traits.height,
+          ...step.vitals,
         };
         first = false;
         produced++;

@@ -63,7 +63,8 @@ export async function insertEvents(
 }
 
 /**
- * Generates and inserts events (the CLI's seed), then merges the session rollup's past days as
+ * Generates and inserts events (the CLI's seed; web vitals and autocapture included unless
+ * `product: false`), then merges the session rollup's past days as
  * live traffic would have had them: weeks of history arrive here in minutes, while the table
  * merges a day's partition only an hour after its last insert.
  */
@@ -71,7 +72,7 @@ export async function seedEvents(
   ch: ClickHouse,
   opts: SeedOptions & { batchRows?: number; onProgress?: (done: number) => void },
 ): Promise<number> {
-  const inserted = await insertEvents(ch, generateEvents(opts), opts);
+  const inserted = await insertEvents(ch, generateEvents({ product: true, ...opts }), opts);
   await compactSessionDays(ch, new Date());
   return inserted;
 }

@@ -62,4 +62,47 @@ describe('seeded traffic', () => {
       expect(new Date(ms).toISOString().replace('T', ' ').slice(0, 23)).toBe(start);
     }
   });
+
+  it('adds what the browser client captures when asked: web vitals, clicks, copies, forms', () => {
+    const events = [
+      ...generateEvents({
+        siteId: 1,
+        events: 20_000,
+        days: 7,
+        end: new Date('2026-03-10T00:00:00Z'),
+        seed: 3,
+        product: true,
+      }),
+    ];
+    expect(events).toHaveLength(20_000);
+    const perf = events.filter((e) => e.type === 'performance');
+    expect(share(events, (e) => e.type === 'performance')).toBeGreaterThan(0.05);
+    expect(share(events, (e) => e.type === 'performance')).toBeLessThan(0.2);
+    expect(perf.every((e) => e.event_name === 'web-vitals' && e.properties === '{}')).toBe(true);
+    // Some vitals not measured, CLS often exactly 0, the others positive.
+    for (const v of ['lcp', 'cls', 'inp', 'ttfb'] as const)
+      expect(perf.some((e) => e[v] === null)).toBe(true);
+    expect(share(perf, (e) => e.cls === 0)).toBeGreaterThan(0.3);
+    expect(perf.every((e) => e.fcp! > 0 && (e.lcp === null || e.lcp! >= e.fcp! - 1))).toBe(true);
+    // Only performance events carry vitals.
+    expect(events.filter((e) => e.type !== 'performance').every((e) => e.lcp === undefined)).toBe(true);
+    for (const [type, key] of [
+      ['button_click', 'text'],
+      ['copy', 'text'],
+      ['input_change', 'inputName'],
+      ['form_submit', 'formAction'],
+    ] as const) {
+      const typed = events.filter((e) => e.type === type);
+      expect(typed.length, type).toBeGreaterThan(0);
+      expect(
+        typed.every((e) => key in JSON.parse(e.properties) && e.event_name === ''),
+        type,
+      ).toBe(true);
+    }
+    // Off unless asked: the other tests' data stays as it was.
+    const plain = generate(3, 5000);
+    expect(plain.some((e) => !['pageview', 'custom_event', 'outbound', 'error'].includes(e.type))).toBe(
+      false,
+    );
+  });
 });

@@ -1,10 +1,13 @@
 import type { HttpEnv } from '@trackhouse/core';
 import type { Hono } from 'hono';
 import type { QueryContext } from '../../context';
+import { autocaptureRoutes } from './autocapture';
+import { errorRoutes } from './errors';
 import { exportRoutes } from './export';
 import { liveRoutes } from './live';
 import { metricRoutes } from './metric';
 import { overviewRoutes } from './overview';
+import { performanceRoutes } from './performance';
 import { replayRoutes } from './replay';
 import { sessionRoutes } from './sessions';
 import { traitRoutes } from './traits';
@@ -20,4 +23,7 @@ export const analyticsRoutes: ((ctx: QueryContext) => Hono<HttpEnv>)[] = [
   exportRoutes,
   traitRoutes,
   replayRoutes,
+  errorRoutes,
+  performanceRoutes,
+  autocaptureRoutes,
 ];

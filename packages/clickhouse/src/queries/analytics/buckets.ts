@@ -21,7 +21,7 @@ export const isSubDay = (b: Bucket) =>
   b === 'minute' || b === 'five_minutes' || b === 'fifteen_minutes' || b === 'hour';
 
 /** The start of the bucket holding instant `t`, aligned in time zone `tz` (weeks start on Monday). */
-const BUCKET_START: Record<Bucket, (t: string, tz: string) => string> = {
+export const BUCKET_START: Record<Bucket, (t: string, tz: string) => string> = {
   minute: (t, tz) => `toStartOfMinute(${t}, ${tz})`,
   five_minutes: (t, tz) => `toStartOfFiveMinutes(${t}, ${tz})`,
   fifteen_minutes: (t, tz) => `toStartOfFifteenMinutes(${t}, ${tz})`,
@@ -47,7 +47,7 @@ const SAMPLE_STEP_S: Record<Bucket, number> = {
 };
 
 /** Buckets a range of `days` days holds, give or take those DST adds or removes. */
-const PER_DAY: Record<Bucket, number> = {
+export const PER_DAY: Record<Bucket, number> = {
   minute: 1440,
   five_minutes: 288,
   fifteen_minutes: 96,
@@ -207,7 +207,7 @@ async function rollupBuckets(
  * instants are the range's local midnights, or on an open side the given epoch seconds; at most
  * MAX_BUCKETS + 1 are returned.
  */
-async function listBuckets(
+export async function listBuckets(
   ch: ClickHouse,
   common: CommonParams,
   bucket: Bucket,
