@@ -2,9 +2,12 @@ import type { HttpEnv } from '@trackhouse/core';
 import type { Hono } from 'hono';
 import type { QueryContext } from '../../context';
 import { exportRoutes } from './export';
+import { funnelRoutes } from './funnels';
+import { journeyRoutes } from './journeys';
 import { liveRoutes } from './live';
 import { metricRoutes } from './metric';
 import { overviewRoutes } from './overview';
+import { retentionRoutes } from './retention';
 import { sessionRoutes } from './sessions';
 import { userRoutes } from './users';
 
@@ -16,4 +19,7 @@ export const analyticsRoutes: ((ctx: QueryContext) => Hono<HttpEnv>)[] = [
   userRoutes,
   liveRoutes,
   exportRoutes,
+  funnelRoutes,
+  retentionRoutes,
+  journeyRoutes,
 ];
