@@ -6,6 +6,7 @@ import {
   insertEvents,
   type StoredEvent,
 } from '@trackhouse/clickhouse';
+import { deleteSite } from '@trackhouse/postgres';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createQueryHarness, type QueryHarness } from './harness';
 import * as ref from './product-reference-funnels';
@@ -302,4 +303,198 @@ describe('journeys against a brute-force computation', () => {
       expect(expected.length).toBeGreaterThan(1);
     },
   );
+});
+
+describe('saved funnels', () => {
+  const steps = [page('/pricing', 'Pricing'), event('signup', 'plan', 'pro')];
+
+  it('are created, listed oldest first, replaced and deleted', async () => {
+    const t = await h.tenant();
+    const base = `/api/sites/${t.siteId}/funnels`;
+    const first = await h.json<{ success: boolean; funnelId: number }>(base, {
+      key: t.key,
+      method: 'POST',
+      body: { name: 'Signup', steps },
+    });
+    expect(first.status).toBe(201);
+    expect(first.body.success).toBe(true);
+    const second = await h.json<{ funnelId: number }>(base, {
+      key: t.key,
+      method: 'POST',
+      body: { name: 'Docs', steps: [page('/docs'), page('/docs/**')] },
+    });
+    const list = await h.json<{ data: { id: number; name: string; steps: unknown; updatedAt: string }[] }>(
+      base,
+      {
+        key: t.key,
+      },
+    );
+    expect(list.status).toBe(200);
+    expect(list.body.data.map((d) => [d.id, d.name, d.steps])).toEqual([
+      [first.body.funnelId, 'Signup', steps],
+      [second.body.funnelId, 'Docs', [page('/docs'), page('/docs/**')]],
+    ]);
+
+    const replaced = await h.json(`${base}/${first.body.funnelId}`, {
+      key: t.key,
+      method: 'PUT',
+      body: { name: 'Signup (any plan)', steps: [page('/pricing'), event('signup')] },
+    });
+    expect(replaced.body).toEqual({ success: true, funnelId: first.body.funnelId });
+    const after = await h.json<{ data: { name: string; steps: unknown }[] }>(base, { key: t.key });
+    expect(after.body.data[0]).toMatchObject({
+      name: 'Signup (any plan)',
+      steps: [page('/pricing'), event('signup')],
+    });
+
+    const deleted = await h.json(`${base}/${second.body.funnelId}`, { key: t.key, method: 'DELETE' });
+    expect(deleted.body).toEqual({ success: true });
+    const again = await h.json(`${base}/${second.body.funnelId}`, { key: t.key, method: 'DELETE' });
+    expect([again.status, again.body.code]).toEqual([404, 'FUNNEL_NOT_FOUND']);
+    expect((await h.json<{ data: unknown[] }>(base, { key: t.key })).body.data).toHaveLength(1);
+  });
+
+  it('belong to their site: another site of the same user answers 404, deleting the site deletes them', async () => {
+    const t = await h.tenant();
+    const created = await h.json<{ funnelId: number }>(`/api/sites/${t.siteId}/funnels`, {
+      key: t.key,
+      method: 'POST',
+      body: { name: 'A', steps },
+    });
+    const sibling = await h.json<{ siteId: number }>(`/api/organizations/${t.organizationId}/sites`, {
+      key: t.key,
+      method: 'POST',
+      body: { name: 'Sibling', domain: 'sibling.example' },
+    });
+    expect(sibling.status).toBe(201);
+    for (const [method, body] of [
+      ['PUT', { name: 'B', steps }],
+      ['DELETE', undefined],
+    ] as const) {
+      const res = await h.json(`/api/sites/${sibling.body.siteId}/funnels/${created.body.funnelId}`, {
+        key: t.key,
+        method,
+        body,
+      });
+      expect([res.status, res.body.code]).toEqual([404, 'FUNNEL_NOT_FOUND']);
+    }
+    // The foreign key cascades (the delete route also clears the site's events, which is slow here).
+    expect(await deleteSite(h.db.sql, t.siteId)).toBe(true);
+    const rows = await h.db.sql`select 1 from funnels where funnel_id = ${created.body.funnelId}`;
+    expect(rows).toHaveLength(0);
+  });
+
+  it('can be written by any member of the organization', async () => {
+    const t = await h.tenant();
+    const member = await h.member(t.organizationId, 'member');
+    const res = await h.json(`/api/sites/${t.siteId}/funnels`, {
+      key: member.key,
+      method: 'POST',
+      body: { name: 'By a member', steps },
+    });
+    expect(res.status).toBe(201);
+  });
+});
+
+describe('bad input and access', () => {
+  const steps = [page('/pricing'), event('signup')];
+  const post = (path: string, body: unknown, key = tenant.key) =>
+    h.json(site(path), { key, method: 'POST', body });
+
+  it.each([
+    ['one step', { steps: [page('/')] }],
+    ['eleven steps', { steps: Array.from({ length: 11 }, () => page('/')) }],
+    ['a page without a leading slash', { steps: [page('pricing'), page('/')] }],
+    ['an unknown step type', { steps: [{ type: 'click', value: 'x' }, page('/')] }],
+    [
+      'a property key without a value',
+      { steps: [{ type: 'event', value: 'signup', eventPropertyKey: 'plan' }, page('/')] },
+    ],
+    [
+      'a property on a page step',
+      { steps: [{ ...page('/'), eventPropertyKey: 'a', eventPropertyValue: 'b' }, page('/')] },
+    ],
+    ['an empty event name', { steps: [event(''), page('/')] }],
+    ['no steps at all', {}],
+  ])('analyze refuses %s with a 400', async (_, body) => {
+    const res = await post('funnels/analyze', body);
+    expect([res.status, res.body.success, res.body.code]).toEqual([400, false, 'INVALID_PAYLOAD']);
+    expect(res.body.details).toHaveProperty('fieldErrors');
+  });
+
+  it('refuses bad common parameters and bad step-session requests', async () => {
+    const badBody = [
+      await post('funnels/2/sessions', { steps, mode: 'left' }),
+      await post('funnels', { steps }),
+      await post('funnels', { name: 'x', steps: [page('/')] }),
+      await post('funnels', { name: 'x', steps, extra: 1 }),
+    ];
+    for (const r of badBody) expect([r.status, r.body.code]).toEqual([400, 'INVALID_PAYLOAD']);
+    const bad = [
+      await post('funnels/analyze?time_zone=Mars/Base', { steps }),
+      await post('funnels/analyze?filters=[{"parameter":"nope"}]', { steps }),
+      await post('funnels/analyze?start_date=2026-03-02&end_date=2026-03-01', { steps }),
+      await post('funnels/3/sessions', { steps, mode: 'reached' }),
+      await post('funnels/0/sessions', { steps, mode: 'reached' }),
+      await post('funnels/1/sessions', { steps, mode: 'dropped' }),
+      await post('funnels/2/sessions', { steps }),
+      await post('funnels/2/sessions?mode=reached', { steps, mode: 'dropped' }),
+      await post('funnels/2/sessions?limit=101', { steps, mode: 'reached' }),
+    ];
+    expect(bad.map((r) => r.status)).toEqual(bad.map(() => 400));
+    for (const r of bad) expect(r.body).toMatchObject({ success: false, code: 'INVALID_PARAMS' });
+  });
+
+  it.each([
+    ['retention?mode=month'],
+    ['retention?range=0'],
+    ['retention?range=366'],
+    ['retention?start_date=2020-01-01&end_date=2026-01-01&mode=day'],
+    ['retention?start_date=2299-01-01'],
+    ['journeys?steps=1'],
+    ['journeys?steps=11'],
+    ['journeys?limit=0'],
+    ['journeys?limit=501'],
+    ['journeys?start_page=pricing'],
+    ['journeys?time_zone=Nowhere'],
+  ])('GET %s is a 400', async (path) => {
+    const res = await h.json(site(path), { key: tenant.key });
+    expect([res.status, res.body.code]).toEqual([400, 'INVALID_PARAMS']);
+  });
+
+  it('answers another organization with ACCESS_DENIED and no key with MISSING_API_KEY', async () => {
+    const calls: [string, string, unknown][] = [
+      ['POST', 'funnels/analyze', { steps }],
+      ['POST', 'funnels/2/sessions', { steps, mode: 'reached' }],
+      ['GET', 'funnels', undefined],
+      ['POST', 'funnels', { name: 'x', steps }],
+      ['PUT', 'funnels/1', { name: 'x', steps }],
+      ['DELETE', 'funnels/1', undefined],
+      ['GET', 'retention', undefined],
+      ['GET', 'journeys', undefined],
+    ];
+    for (const [method, path, body] of calls) {
+      const foreign = await h.json(site(path), { key: other.key, method, body });
+      expect([path, method, foreign.status, foreign.body.code]).toEqual([path, method, 403, 'ACCESS_DENIED']);
+      const anonymous = await h.json(site(path), { method, body });
+      expect([path, method, anonymous.status, anonymous.body.code]).toEqual([
+        path,
+        method,
+        401,
+        'MISSING_API_KEY',
+      ]);
+    }
+  });
+
+  it('lists the new routes in the OpenAPI document', async () => {
+    const doc = await h.json<{ paths: Record<string, Record<string, unknown>> }>('/api/openapi.json');
+    expect(doc.status).toBe(200);
+    expect(Object.keys(doc.body.paths['/api/sites/{siteId}/funnels']!).sort()).toEqual(['get', 'post']);
+    expect(Object.keys(doc.body.paths['/api/sites/{siteId}/funnels/{funnelId}']!).sort()).toEqual([
+      'delete',
+      'put',
+    ]);
+    for (const path of ['funnels/analyze', 'funnels/{stepNumber}/sessions', 'retention', 'journeys'])
+      expect(doc.body.paths[`/api/sites/{siteId}/${path}`]).toBeDefined();
+  });
 });

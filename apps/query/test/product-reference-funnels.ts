@@ -30,7 +30,7 @@ function holds(
   k: number,
   from: number,
   memo: Map<string, boolean>,
-) {
+): boolean {
   if (k === goals.length) return true;
   const key = `${k} ${from}`;
   const known = memo.get(key);
