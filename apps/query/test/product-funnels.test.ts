@@ -48,19 +48,19 @@ function craftedEvents(template: StoredEvent): StoredEvent[] {
   const tie = '2026-03-12T10:00:00.000Z';
   return [
     // /tie/a before /tie/b in the same millisecond: both steps, in order.
-    ...session(1, 'crafted-1', [
+    ...session(1, '00000000000c0001', [
       [tie, '/tie/a', 1],
       [tie, '/tie/b', 2],
     ]),
     // /tie/b ordered first within the millisecond: nothing follows /tie/a.
-    ...session(2, 'crafted-2', [
+    ...session(2, '00000000000c0002', [
       [tie, '/tie/b', 3],
       [tie, '/tie/a', 4],
     ]),
     // One event cannot be two steps, even when it matches both.
-    ...session(3, 'crafted-3', [[tie, '/tie/a', 5]]),
+    ...session(3, '00000000000c0003', [[tie, '/tie/a', 5]]),
     // Across midnight UTC: /tie/a on the 20th, /tie/b on the 21st.
-    ...session(4, 'crafted-1', [
+    ...session(4, '00000000000c0001', [
       ['2026-03-20T23:59:59.999Z', '/tie/a'],
       ['2026-03-21T00:00:00.000Z', '/tie/b'],
     ]),

@@ -1,8 +1,9 @@
 import type { ClickHouse } from '../../client';
 import { type CommonParams, Params, rangeCondition } from '../builder';
 import { type GoalDefinition, goalCondition } from '../goals';
+import { userKey } from './rollup';
 import { SESSION_FIELDS, type SessionRow, type TrafficSession, toSession } from './sessions';
-import { EVENT_ORDER, matchesFilters, ratio } from './shared';
+import { matchesFilters, ratio } from './shared';
 
 /** Most steps a funnel may have (each is a bit of a per-event mask). */
 export const MAX_FUNNEL_STEPS = 10;
@@ -62,9 +63,10 @@ function reachedSteps(mask: string): string {
 }
 
 /**
- * One row per counted session (SPEC 13: filters select sessions) with `reach`, the steps it
- * reached over its events in range. `allRows` keeps every event of the range (for columns over
- * the whole session); otherwise only the events matching a step or the filters are read.
+ * One row per counted session (SPEC 13: filters select sessions) that matched step 1, with
+ * `reach`, the steps it reached over its events in range. `allRows` keeps every event of the
+ * range (for columns over the whole session); otherwise only the events matching a step or the
+ * filters are read.
  */
 function funnelSessions(
   p: Params,
@@ -77,16 +79,21 @@ function funnelSessions(
   const mask = stepMask(p, steps);
   const filters = common.filters.length > 0 ? matchesFilters(p, siteId, common) : undefined;
   const rows = allRows ? '' : ` AND (${mask} != 0${filters ? ` OR ${filters}` : ''})`;
-  return `SELECT session_id, ${[...columns, `${reachedSteps(mask)} AS reach`].join(', ')}
+  // Sessions that never match step 1 reach nothing: dropped before the walk, its costly part.
+  const having = [`max(bitTest(${mask}, 0))`, ...(filters ? [`max(${filters})`] : [])];
+  return `SELECT ${[...columns, `${reachedSteps(mask)} AS reach`].join(', ')}
     FROM events
     WHERE ${rangeCondition(p, siteId, common)}${rows}
-    GROUP BY session_id${filters ? `\n    HAVING max(${filters})` : ''}`;
+    GROUP BY session_id
+    HAVING ${having.join(' AND ')}`;
 }
 
 /**
  * Sessions and visitors reaching each step, in one pass over the range's events that match a
- * step or the filters. A session's visitor is its anonymous `user_id` (ingest keys sessions by
- * visitor, so it is the same on every event of the session). Rates are over sessions.
+ * step or the filters, then one over the sessions by visitor. A session's visitor is its
+ * anonymous `user_id` (ingest keys sessions by visitor: it is the same on all its events), told
+ * apart by the number its 16 hex digits spell, as the rollup does; a visitor reaches a step when
+ * one of their sessions does. Rates are over sessions.
  */
 export async function analyzeFunnel(
   ch: ClickHouse,
@@ -95,27 +102,26 @@ export async function analyzeFunnel(
   steps: FunnelStep[],
 ): Promise<FunnelStepResult[]> {
   const p = new Params();
-  const counts = steps.flatMap((_, k) => [
-    `countIf(reach > ${k}) AS s${k}`,
-    `uniqExactIf(s_user, reach > ${k}) AS v${k}`,
-  ]);
+  const sessions = funnelSessions(p, siteId, common, steps, [`${userKey('any(user_id)')} AS s_user`], false);
+  const perVisitor = steps.map((_, k) => `countIf(reach > ${k}) AS u${k}`);
+  const counts = steps.flatMap((_, k) => [`sum(u${k}) AS s${k}`, `countIf(u${k} > 0) AS v${k}`]);
   const [row] = await ch.query<Record<string, number>>(
     `SELECT ${counts.join(', ')}
-     FROM (${funnelSessions(p, siteId, common, steps, [`argMin(user_id, ${EVENT_ORDER}) AS s_user`], false)})`,
+     FROM (SELECT s_user, ${perVisitor.join(', ')} FROM (${sessions}) GROUP BY s_user)`,
     p.values,
   );
-  const sessions = steps.map((_, k) => Number(row?.[`s${k}`] ?? 0));
-  const first = sessions[0] ?? 0;
+  const reached = steps.map((_, k) => Number(row?.[`s${k}`] ?? 0));
+  const first = reached[0] ?? 0;
   return steps.map((step, k) => {
-    const reached = sessions[k]!;
-    const previous = k === 0 ? reached : sessions[k - 1]!;
+    const here = reached[k]!;
+    const previous = k === 0 ? here : reached[k - 1]!;
     return {
       step_number: k + 1,
       step_name: step.name ?? step.value,
       visitors: Number(row?.[`v${k}`] ?? 0),
-      sessions: reached,
-      conversion_rate: ratio(reached * 100, first),
-      dropoff_rate: k === 0 ? 0 : ratio((previous - reached) * 100, previous),
+      sessions: here,
+      conversion_rate: ratio(here * 100, first),
+      dropoff_rate: k === 0 ? 0 : ratio((previous - here) * 100, previous),
     };
   });
 }

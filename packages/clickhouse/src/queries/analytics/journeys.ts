@@ -1,6 +1,7 @@
 import type { ClickHouse } from '../../client';
-import { type CommonParams, Params, rangeCondition, whereClause } from '../builder';
+import { type CommonParams, Params, rangeCondition } from '../builder';
 import { pathPatternRegex } from '../goals';
+import { overview } from './overview';
 import { EVENT_ORDER, matchesFilters, ratio } from './shared';
 
 export interface Journey {
@@ -46,13 +47,8 @@ export async function journeys(
      LIMIT ${p.bind('UInt32', opts.limit)}`,
     p.values,
   );
-  const q = new Params();
-  const sessionsQuery = ch.query<{ sessions: number }>(
-    `SELECT uniqExact(session_id) AS sessions FROM events WHERE ${whereClause(q, siteId, common)}`,
-    q.values,
-  );
-  const [rows, [total]] = await Promise.all([journeysQuery, sessionsQuery]);
-  const sessions = Number(total?.sessions ?? 0);
+  // The sessions in range as the overview counts them (from the rollup when it applies).
+  const [rows, { sessions }] = await Promise.all([journeysQuery, overview(ch, siteId, common)]);
   return rows.map((r) => ({
     path: r.j_path,
     count: Number(r.j_count),
