@@ -57,10 +57,11 @@ function stepMask(p: Params, steps: FunnelStep[]): string {
  * step is never worse than a later one, so this is the furthest step reachable with each step's
  * event strictly after the previous step's (an event counts for one step only).
  */
-function reachedSteps(mask: string): string {
-  const ordered = `arrayMap(x -> x.3, arraySort(groupArrayIf((timestamp, event_id, ${mask}), ${mask} != 0)))`;
-  return `arrayFold((acc, m) -> toUInt8(acc + bitTest(m, acc)), ${ordered}, toUInt8(0))`;
-}
+const REACHED_STEPS = 'arrayFold((acc, m) -> toUInt8(acc + bitTest(m, acc)), f_masks, toUInt8(0))';
+
+/** A session's step masks of its matching events, in event order. */
+const orderedMasks = (mask: string) =>
+  `arrayMap(x -> x.3, arraySort(groupArrayIf((timestamp, event_id, ${mask}), ${mask} != 0)))`;
 
 /**
  * One row per counted session (SPEC 13: filters select sessions) that matched step 1, with
@@ -81,11 +82,12 @@ function funnelSessions(
   const rows = allRows ? '' : ` AND (${mask} != 0${filters ? ` OR ${filters}` : ''})`;
   // Sessions that never match step 1 reach nothing: dropped before the walk, its costly part.
   const having = [`max(bitTest(${mask}, 0))`, ...(filters ? [`max(${filters})`] : [])];
-  return `SELECT ${[...columns, `${reachedSteps(mask)} AS reach`].join(', ')}
+  return `SELECT *, ${REACHED_STEPS} AS reach FROM (
+    SELECT ${[...columns, `${orderedMasks(mask)} AS f_masks`].join(', ')}
     FROM events
     WHERE ${rangeCondition(p, siteId, common)}${rows}
     GROUP BY session_id
-    HAVING ${having.join(' AND ')}`;
+    HAVING ${having.join(' AND ')})`;
 }
 
 /**
