@@ -1,5 +1,6 @@
 import type { ClickHouse } from '../../client';
 import { type CommonParams, Params, whereClause } from '../builder';
+import { userKey } from './rollup';
 import { addDays, daysBetween, ratio } from './shared';
 
 export type RetentionMode = 'day' | 'week';
@@ -28,7 +29,8 @@ function monday(date: string): string {
 
 /**
  * Cohorts of visitors (anonymous `user_id`) by the local day or week of their first event in
- * the range, and for each later period how many of them had an event in it. Events are those in
+ * the range, and for each later period how many of them had an event in it (visitors told apart
+ * by the number their 16 hex digits spell, as the rollup does). Events are those in
  * range matching every filter (as SPEC 13 counts users). One pass groups the events by visitor
  * and period; a second groups visitors by cohort and period. Both dates are required.
  */
@@ -45,12 +47,12 @@ export async function retention(
   const rows = await ch.query<{ cohort: string; period: number; visitors: number }>(
     `SELECT toString(first) AS cohort, intDiv(dateDiff('day', first, at), ${days}) AS period, count() AS visitors
      FROM (
-       SELECT user_id, min(at_period) AS first, groupArray(at_period) AS periods
+       SELECT r_user, min(at_period) AS first, groupArray(at_period) AS periods
        FROM (
-         SELECT user_id, ${period} AS at_period FROM events
+         SELECT ${userKey('user_id')} AS r_user, ${period} AS at_period FROM events
          WHERE ${whereClause(p, siteId, common)}
-         GROUP BY user_id, at_period)
-       GROUP BY user_id)
+         GROUP BY r_user, at_period)
+       GROUP BY r_user)
      ARRAY JOIN periods AS at
      GROUP BY cohort, period`,
     p.values,
