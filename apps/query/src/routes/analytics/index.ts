@@ -4,11 +4,14 @@ import type { QueryContext } from '../../context';
 import { autocaptureRoutes } from './autocapture';
 import { errorRoutes } from './errors';
 import { exportRoutes } from './export';
+import { funnelRoutes } from './funnels';
+import { journeyRoutes } from './journeys';
 import { liveRoutes } from './live';
 import { metricRoutes } from './metric';
 import { overviewRoutes } from './overview';
 import { performanceRoutes } from './performance';
 import { replayRoutes } from './replay';
+import { retentionRoutes } from './retention';
 import { sessionRoutes } from './sessions';
 import { traitRoutes } from './traits';
 import { userRoutes } from './users';
@@ -26,4 +29,7 @@ export const analyticsRoutes: ((ctx: QueryContext) => Hono<HttpEnv>)[] = [
   errorRoutes,
   performanceRoutes,
   autocaptureRoutes,
+  funnelRoutes,
+  retentionRoutes,
+  journeyRoutes,
 ];

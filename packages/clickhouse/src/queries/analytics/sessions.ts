@@ -56,7 +56,7 @@ const FIRST_EVENT_FIELDS = [
  * like a column would shadow it in WHERE. The identified id is the latest one seen (a visitor
  * often signs in partway through a session).
  */
-const SESSION_FIELDS = [
+export const SESSION_FIELDS = [
   'toString(session_id) AS s_session_id',
   ...FIRST_EVENT_FIELDS.map((f) => `argMin(${f}, ${EVENT_ORDER}) AS s_${f}`),
   `argMaxIf(identified_user_id, ${EVENT_ORDER}, identified_user_id != '') AS s_identified_user_id`,
@@ -90,9 +90,9 @@ const ROLLUP_SESSION_COLUMNS = [
   .map((c) => (c.includes(' AS ') ? c : `s_${c}`))
   .join(', ');
 
-type SessionRow = { [K in keyof TrafficSession as `s_${K}`]: TrafficSession[K] } & { s_ms: number };
+export type SessionRow = { [K in keyof TrafficSession as `s_${K}`]: TrafficSession[K] } & { s_ms: number };
 
-function toSession(r: SessionRow): TrafficSession {
+export function toSession(r: SessionRow): TrafficSession {
   const s = Object.fromEntries(
     Object.entries(r).map(([k, v]) => [k.slice(2), v]),
   ) as unknown as TrafficSession & {
