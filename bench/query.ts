@@ -20,6 +20,34 @@ const METRIC_BENCH = [
   'event_name',
 ];
 
+/** A funnel of the seeded site: pricing page, signup page, signup event. */
+const FUNNEL_STEPS = [
+  { type: 'page', value: '/pricing' },
+  { type: 'page', value: '/signup' },
+  { type: 'event', value: 'signup' },
+];
+/**
+ * The product analytics reads (funnels, retention, journeys, errors, web vitals, autocapture)
+ * over the same range: 500 ms unfiltered, 1.5 s with the two filters.
+ */
+const PRODUCT_BENCH = (range: string): [string, string, number, number | undefined, unknown?][] => [
+  ['funnel', `/funnels/analyze?${range}`, 500, 1500, { steps: FUNNEL_STEPS }],
+  [
+    'funnel step sessions',
+    `/funnels/2/sessions?${range}`,
+    500,
+    1500,
+    { steps: FUNNEL_STEPS, mode: 'dropped' },
+  ],
+  ['retention', `/retention?${range}&mode=week`, 500, 1500],
+  ['journeys', `/journeys?${range}&steps=3`, 500, 1500],
+  ['error names', `/errors/names?${range}`, 500, 1500],
+  ['error time-series', `/errors/time-series?${range}&bucket=day&errorMessage=TypeError`, 500, 1500],
+  ['performance overview', `/performance/overview?${range}`, 500, 1500],
+  ['performance by pathname', `/performance/by-dimension?${range}&dimension=pathname`, 500, 1500],
+  ['autocapture buttons', `/events/autocapture?${range}&type=button_click`, 500, 1500],
+];
+
 /** Resident set size of a process, in MB (Linux). */
 function rssMb(pid: number): number {
   const status = readFileSync(`/proc/${pid}/status`, 'utf8');
@@ -136,8 +164,9 @@ export async function benchQuery(args: string[]): Promise<void> {
     const firstPage = await first<{ cursor: { next: string } }>(`/events?${range}&page_size=50`);
     const session = await first<{ data: { session_id: string }[] }>(`/sessions?${range}&limit=1`);
     const user = await first<{ data: { user_id: string }[] }>(`/users?${range}&limit=1`);
-    // [name, path, target ms unfiltered, target ms filtered (undefined: filters do not apply)]
-    const endpoints: [string, string, number, number | undefined][] = [
+    // [name, path, target ms unfiltered, target ms filtered (undefined: filters do not apply),
+    // a JSON body (sent with POST)]
+    const endpoints: [string, string, number, number | undefined, unknown?][] = [
       ['GET site', '', 200, undefined],
       ['goals', `/goals?${range}`, 100, 300],
       ['goal sessions', `/goals/${goalIds[2]}/sessions?${range}`, 100, 300],
@@ -161,18 +190,22 @@ export async function benchQuery(args: string[]): Promise<void> {
       ['users', `/users?${range}`, 100, 300],
       ['user', `/users/${user.data[0]?.user_id}?${range}`, 100, undefined],
       ['live-user-count', `/live-user-count?${range}`, 100, 300],
+      ...PRODUCT_BENCH(range),
     ];
     const only = option(args, 'only');
     const picked = only ? endpoints.filter(([name]) => new RegExp(only).test(name)) : endpoints;
     const rows: Record<string, string | number | boolean>[] = [];
-    for (const [name, path, unfiltered, filteredTarget] of picked) {
+    for (const [name, path, unfiltered, filteredTarget, body] of picked) {
       for (const filtered of [false, true]) {
         if (filtered && (filteredTarget === undefined || args.includes('--unfiltered'))) continue;
         const url = `${base}${path}${filtered ? `&${filters}` : ''}`;
         const times: number[] = [];
         for (let i = 0; i < runs + 3; i++) {
           const t0 = performance.now();
-          const res = await fetch(url, { headers });
+          const res = await fetch(
+            url,
+            body === undefined ? { headers } : { method: 'POST', headers, body: JSON.stringify(body) },
+          );
           await res.arrayBuffer();
           if (res.status !== 200) throw new Error(`${name}: HTTP ${res.status}`);
           if (i >= 3) times.push(performance.now() - t0);
