@@ -2,6 +2,7 @@ import { toIso } from '@trackhouse/core';
 import type { ClickHouse } from '../../client';
 import { type CommonParams, Params } from '../builder';
 import { fromEventsOfType } from './errors';
+import { rankedPage } from './shared';
 
 export const AUTOCAPTURE_READ_TYPES = [
   'button_click',
@@ -61,8 +62,7 @@ export async function autocaptureEvents(
       p.values,
     );
   };
-  const rows = await run(page.limit, page.offset);
-  const totals = rows[0] ?? (page.offset > 0 ? (await run(1, 0))[0] : undefined);
+  const { rows, totals } = await rankedPage(run, page);
   return {
     totalCount: totals?.n_values ?? 0,
     data: rows.map((r) => ({ value: r.v, count: r.n, sessionCount: r.s, lastOccurred: toIso(r.last) })),

@@ -2,7 +2,7 @@ import { toIso } from '@trackhouse/core';
 import type { ClickHouse } from '../../client';
 import { type CommonParams, Params, whereClause } from '../builder';
 import { BUCKET_START, type Bucket, listBuckets, MAX_BUCKETS, PER_DAY } from './buckets';
-import { daysBetween, isoFromSeconds, ratio } from './shared';
+import { daysBetween, isoFromSeconds, rankedPage, ratio } from './shared';
 
 /**
  * Rows of one event type, read from `events_by_name` (sorted by site, type, name and time, so only
@@ -82,9 +82,7 @@ export async function errorNames(
       p.values,
     );
   };
-  const rows = await run(page.limit, page.offset);
-  // Past the last name the page is empty: the totals then come from the first row.
-  const totals = rows[0] ?? (page.offset > 0 ? (await run(1, 0))[0] : undefined);
+  const { rows, totals } = await rankedPage(run, page);
   return {
     totalCount: totals?.n_values ?? 0,
     data: rows.map((r) => ({

@@ -3,7 +3,7 @@ import { type CommonParams, Params, rangeCondition } from '../builder';
 import { type GoalDefinition, goalCondition } from '../goals';
 import { userKey } from './rollup';
 import { SESSION_FIELDS, type SessionRow, type TrafficSession, toSession } from './sessions';
-import { matchesFilters, ratio } from './shared';
+import { matchesFilters, rankedPage, ratio } from './shared';
 
 /** Most steps a funnel may have (each is a bit of a per-event mask). */
 export const MAX_FUNNEL_STEPS = 10;
@@ -160,10 +160,8 @@ export async function funnelStepSessions(
       p.values,
     );
   };
-  const ranked = await rank(select.limit, select.offset);
-  const totalCount = Number(
-    (ranked[0] ?? (select.offset > 0 ? (await rank(1, 0))[0] : undefined))?.s_total ?? 0,
-  );
+  const { rows: ranked, totals } = await rankedPage(rank, select);
+  const totalCount = Number(totals?.s_total ?? 0);
   if (ranked.length === 0) return { data: [], totalCount };
 
   const p = new Params();

@@ -1,7 +1,14 @@
 import type { ClickHouse } from '../../client';
 import { type CommonParams, type FilterParameter, Params } from '../builder';
 import { readRollup, rollupApplies, rollupSessionRows, type Settled } from './rollup';
-import { countedSessions, EVENT_ORDER, matchesFilters, ratio, SESSION_ATTRIBUTES } from './shared';
+import {
+  countedSessions,
+  EVENT_ORDER,
+  matchesFilters,
+  rankedPage,
+  ratio,
+  SESSION_ATTRIBUTES,
+} from './shared';
 
 type SessionAttribute = (typeof SESSION_ATTRIBUTES)[number];
 const isSessionAttribute = (p: MetricParameter): p is SessionAttribute =>
@@ -153,12 +160,7 @@ export async function metric(
       p.values,
     );
   };
-  const ranked = async (settled?: Settled) => {
-    const rows = await run(page.limit, page.offset, settled);
-    // Past the last value the page is empty: the totals then come from the first row.
-    const totals = rows[0] ?? (page.offset > 0 ? (await run(1, 0, settled))[0] : undefined);
-    return { rows, totals };
-  };
+  const ranked = (settled?: Settled) => rankedPage((limit, offset) => run(limit, offset, settled), page);
   const { rows, totals } = rolled ? await readRollup(ch, ranked) : await ranked();
   const timed = TIMED_PARAMETERS.has(parameter);
   return {

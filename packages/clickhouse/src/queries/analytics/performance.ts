@@ -3,7 +3,7 @@ import { WEB_VITALS, type WebVital } from '../../rows';
 import { type CommonParams, Params } from '../builder';
 import type { Bucket } from './buckets';
 import { bucketSecondsOf, exceedsBucketLimit, fromEventsOfType, seriesBucketStarts } from './errors';
-import { isoFromSeconds } from './shared';
+import { isoFromSeconds, rankedPage } from './shared';
 
 /** The percentiles every answer gives per vital. */
 export const VITAL_PERCENTILES = [
@@ -168,8 +168,7 @@ export async function performanceByDimension(
       p.values,
     );
   };
-  const rows = await run(page.limit, page.offset);
-  const totals = rows[0] ?? (page.offset > 0 ? (await run(1, 0))[0] : undefined);
+  const { rows, totals } = await rankedPage(run, page);
   return {
     totalCount: totals?.n_values ?? 0,
     data: rows.map((r) => {

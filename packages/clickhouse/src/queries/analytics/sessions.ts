@@ -4,7 +4,7 @@ import type { EventRecord, StoredEvent } from '../../rows';
 import { type CommonParams, Params, rangeCondition } from '../builder';
 import { EVENT_COLUMNS, type EventColumnsRow, eventRecord } from '../events';
 import { readRollup, rollupApplies, rollupSessionRows, type SessionRowField, type Settled } from './rollup';
-import { countedSessions, EVENT_ORDER, SESSION_MS } from './shared';
+import { countedSessions, EVENT_ORDER, rankedPage, SESSION_MS } from './shared';
 
 /** SPEC 13 Session: section 9's fields and the extras of the sessions endpoints. */
 export interface TrafficSession {
@@ -148,9 +148,8 @@ export async function listSessions(
         p.values,
       );
     };
-    const ranked = await rank(page.limit, page.offset);
-    // Past the last session the page is empty: the total then comes from the first row.
-    const totalCount = (ranked[0] ?? (page.offset > 0 ? (await rank(1, 0))[0] : undefined))?.s_total ?? 0;
+    const { rows: ranked, totals } = await rankedPage(rank, page);
+    const totalCount = totals?.s_total ?? 0;
     if (ranked.length === 0) return { data: [], totalCount };
 
     const p = new Params();

@@ -51,6 +51,20 @@ export function countedSessions(p: Params, siteId: number, common: CommonParams,
 }
 
 /**
+ * One page of ranked rows, each carrying the totals over all of them (window functions), and the
+ * row to read the totals from: past the last row the page is empty, so the first row is read
+ * instead.
+ */
+export async function rankedPage<T>(
+  run: (limit: number, offset: number) => Promise<T[]>,
+  page: { limit: number; offset: number },
+): Promise<{ rows: T[]; totals: T | undefined }> {
+  const rows = await run(page.limit, page.offset);
+  const totals = rows[0] ?? (page.offset > 0 ? (await run(1, 0))[0] : undefined);
+  return { rows, totals };
+}
+
+/**
  * `num / den` rounded to 2 decimals (halves up), 0 when `den` is 0. Callers pass integers (counts,
  * milliseconds, count × 100), so every rate and average of the API is rounded from an exact ratio.
  */

@@ -1,7 +1,7 @@
 import { toIso } from '@trackhouse/core';
 import type { ClickHouse } from '../../client';
 import { type CommonParams, Params, whereClause } from '../builder';
-import { EVENT_ORDER } from './shared';
+import { EVENT_ORDER, rankedPage } from './shared';
 import {
   aliasedVisitors,
   currentAliases,
@@ -185,8 +185,8 @@ export async function listUsers(
       p.values,
     );
   };
-  const ranked = await rank(page.limit, page.offset);
-  const totalCount = (ranked[0] ?? (page.offset > 0 ? (await rank(1, 0))[0] : undefined))?.total ?? 0;
+  const { rows: ranked, totals } = await rankedPage(rank, page);
+  const totalCount = totals?.total ?? 0;
   if (ranked.length === 0) return { data: [], totalCount };
 
   const p = new Params();
