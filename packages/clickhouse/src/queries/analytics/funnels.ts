@@ -98,9 +98,10 @@ const MAX_TIED_SESSIONS = 50_000;
  * One row per counted session that matched step 1, walked without event ids (reading them over a
  * whole range costs as much as the rest of the walk): `reach` over the events matching a later
  * step after the session's first step-1 event, in time order. `f_tied` marks a session where two
- * of those events, or one of them and the first step-1 event, share a millisecond: only there
- * does the order of event ids decide, and such sessions are walked again exactly. `f_from` and
- * `f_to` bound the rows read for the session.
+ * events matching a step share a millisecond: only there does the order of event ids decide
+ * (elsewhere the first step-1 event is the only one at its time, so the walk starts strictly
+ * after it), and such sessions are walked again exactly. `f_from` and `f_to` bound the rows read
+ * for the session.
  */
 function walkedSessions(p: Params, siteId: number, common: CommonParams, steps: FunnelStep[]): string {
   const filters = common.filters.length > 0 ? matchesFilters(p, siteId, common) : undefined;
@@ -110,9 +111,9 @@ function walkedSessions(p: Params, siteId: number, common: CommonParams, steps: 
     FROM (
       SELECT session_id, ${userKey('any(user_id)')} AS s_user, any(user_id) AS s_uid,
         minIf(timestamp, bitTest(f_m, 0)) AS f_first,
-        arrayFilter(x -> x.1 >= f_first, arraySort(groupArrayIf((timestamp, f_m), f_m >= 2))) AS f_after,
-        arrayExists(x -> x.1 = f_first, f_after)
-          OR length(arrayDistinct(arrayMap(x -> x.1, f_after))) < length(f_after) AS f_tied,
+        arrayFilter(x -> x.1 > f_first, arraySort(groupArrayIf((timestamp, f_m), f_m >= 2))) AS f_after,
+        groupArrayIf(toUnixTimestamp64Milli(timestamp), f_m != 0) AS f_times,
+        length(arrayDistinct(f_times)) < length(f_times) AS f_tied,
         toString(min(timestamp)) AS f_from, toString(max(timestamp)) AS f_to
       FROM (
         SELECT session_id, user_id, timestamp, ${stepMask(p, steps)} AS f_m${filters ? `, ${filters} AS f_match` : ''}
