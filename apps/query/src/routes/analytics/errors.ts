@@ -1,16 +1,9 @@
 import { createRoute, z } from '@hono/zod-openapi';
-import {
-  BUCKETS,
-  errorBucketed,
-  errorEvents,
-  errorNames,
-  isSubDay,
-  MAX_BUCKETS,
-} from '@trackhouse/clickhouse';
+import { errorBucketed, errorEvents, errorNames } from '@trackhouse/clickhouse';
 import { toCommon } from '../../common';
 import { type QueryContext, router } from '../../context';
 import { errors, intParam, json, siteIdParam, withCommon } from '../../schemas';
-import { invalidParam, MAX_PAGE } from './schemas';
+import { bucketedQuery, MAX_PAGE, tooManyBuckets } from './schemas';
 
 /** The error name asked for (an event name is 1..256 characters at ingest). */
 const errorMessage = z
@@ -127,10 +120,7 @@ export function errorRoutes(ctx: QueryContext) {
       summary: 'Occurrences of one error name per bucket, aligned in the time zone, empty buckets included',
       request: {
         params: siteIdParam,
-        query: withCommon({ errorMessage, bucket: z.enum(BUCKETS).default('day') }).refine(
-          (q) => !isSubDay(q.bucket) || (q.start_date !== undefined && q.end_date !== undefined),
-          { message: 'a bucket finer than a day needs start_date and end_date', path: ['bucket'] },
-        ),
+        query: bucketedQuery({ errorMessage }),
       },
       responses: {
         200: json(
@@ -145,7 +135,7 @@ export function errorRoutes(ctx: QueryContext) {
       const q = c.req.valid('query');
       const result = await errorBucketed(ctx.ch, site.siteId, toCommon(q), q.errorMessage, q.bucket);
       if (!result.ok) {
-        throw invalidParam('bucket', `the range holds more than ${MAX_BUCKETS} buckets of this size`);
+        throw tooManyBuckets();
       }
       return c.json({ data: result.data }, 200);
     },

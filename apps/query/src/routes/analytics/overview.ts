@@ -1,16 +1,9 @@
 import { createRoute, z } from '@hono/zod-openapi';
-import {
-  BUCKETS,
-  isSubDay,
-  MAX_BUCKETS,
-  overview,
-  overviewBucketed,
-  previousRange,
-} from '@trackhouse/clickhouse';
+import { overview, overviewBucketed, previousRange } from '@trackhouse/clickhouse';
 import { toCommon } from '../../common';
 import { type QueryContext, router } from '../../context';
 import { errors, json, siteIdParam, withCommon } from '../../schemas';
-import { invalidParam, trafficBucketSchema, trafficSummarySchema } from './schemas';
+import { bucketedQuery, tooManyBuckets, trafficBucketSchema, trafficSummarySchema } from './schemas';
 
 export function overviewRoutes(ctx: QueryContext) {
   const app = router();
@@ -59,10 +52,7 @@ export function overviewRoutes(ctx: QueryContext) {
       summary: 'The overview per bucket of the range, aligned in the time zone, empty buckets included',
       request: {
         params: siteIdParam,
-        query: withCommon({ bucket: z.enum(BUCKETS).default('day') }).refine(
-          (q) => !isSubDay(q.bucket) || (q.start_date !== undefined && q.end_date !== undefined),
-          { message: 'a bucket finer than a day needs start_date and end_date', path: ['bucket'] },
-        ),
+        query: bucketedQuery({}),
       },
       responses: {
         200: json(z.object({ data: z.array(trafficBucketSchema) }), 'One item per bucket, oldest first'),
@@ -74,7 +64,7 @@ export function overviewRoutes(ctx: QueryContext) {
       const q = c.req.valid('query');
       const result = await overviewBucketed(ctx.ch, site.siteId, toCommon(q), q.bucket);
       if (!result.ok) {
-        throw invalidParam('bucket', `the range holds more than ${MAX_BUCKETS} buckets of this size`);
+        throw tooManyBuckets();
       }
       return c.json({ data: result.data }, 200);
     },

@@ -1,8 +1,5 @@
 import { createRoute, z } from '@hono/zod-openapi';
 import {
-  BUCKETS,
-  isSubDay,
-  MAX_BUCKETS,
   PERFORMANCE_DIMENSIONS,
   performanceBucketed,
   performanceByDimension,
@@ -13,7 +10,7 @@ import {
 import { toCommon } from '../../common';
 import { type QueryContext, router } from '../../context';
 import { errors, intParam, json, siteIdParam, withCommon } from '../../schemas';
-import { invalidParam, MAX_PAGE } from './schemas';
+import { bucketedQuery, MAX_PAGE, tooManyBuckets } from './schemas';
 
 const rating = z.enum(['good', 'needs-improvement', 'poor']).nullable();
 
@@ -78,10 +75,7 @@ export function performanceRoutes(ctx: QueryContext) {
       summary: 'Web vitals per bucket, aligned in the time zone, empty buckets included',
       request: {
         params: siteIdParam,
-        query: withCommon({ bucket: z.enum(BUCKETS).default('day') }).refine(
-          (q) => !isSubDay(q.bucket) || (q.start_date !== undefined && q.end_date !== undefined),
-          { message: 'a bucket finer than a day needs start_date and end_date', path: ['bucket'] },
-        ),
+        query: bucketedQuery({}),
       },
       responses: {
         200: json(z.object({ data: z.array(performanceBucketSchema) }), 'One item per bucket, oldest first'),
@@ -93,7 +87,7 @@ export function performanceRoutes(ctx: QueryContext) {
       const q = c.req.valid('query');
       const result = await performanceBucketed(ctx.ch, site.siteId, toCommon(q), q.bucket);
       if (!result.ok) {
-        throw invalidParam('bucket', `the range holds more than ${MAX_BUCKETS} buckets of this size`);
+        throw tooManyBuckets();
       }
       return c.json({ data: result.data }, 200);
     },

@@ -1,6 +1,7 @@
 import { z } from '@hono/zod-openapi';
+import { BUCKETS, type Bucket, isSubDay, MAX_BUCKETS } from '@trackhouse/clickhouse';
 import { ApiError } from '@trackhouse/core';
-import { siteIdParam } from '../../schemas';
+import { siteIdParam, withCommon } from '../../schemas';
 
 /** Deepest page of a ranked list: deeper reads go through a narrower range or filters. */
 export const MAX_PAGE = 1000;
@@ -99,3 +100,29 @@ export function invalidParam(field: string, message: string): ApiError {
     formErrors: [],
   });
 }
+
+/**
+ * The common parameters, `extra` and `bucket` of a bucketed answer: a bucket finer than a day
+ * needs both dates (an open range of minutes has no bound).
+ */
+export function bucketedQuery<T extends z.ZodRawShape>(extra: T) {
+  return withCommon({ ...extra, bucket: z.enum(BUCKETS).default('day') }).refine(
+    (q) => {
+      const {
+        bucket,
+        start_date: start,
+        end_date: end,
+      } = q as {
+        bucket: Bucket;
+        start_date?: string;
+        end_date?: string;
+      };
+      return !isSubDay(bucket) || (start !== undefined && end !== undefined);
+    },
+    { message: 'a bucket finer than a day needs start_date and end_date', path: ['bucket'] },
+  );
+}
+
+/** The 400 of a range holding more buckets than a bucketed answer lists. */
+export const tooManyBuckets = () =>
+  invalidParam('bucket', `the range holds more than ${MAX_BUCKETS} buckets of this size`);
