@@ -21,7 +21,7 @@ export const isSubDay = (b: Bucket) =>
   b === 'minute' || b === 'five_minutes' || b === 'fifteen_minutes' || b === 'hour';
 
 /** The start of the bucket holding instant `t`, aligned in time zone `tz` (weeks start on Monday). */
-export const BUCKET_START: Record<Bucket, (t: string, tz: string) => string> = {
+const BUCKET_START: Record<Bucket, (t: string, tz: string) => string> = {
   minute: (t, tz) => `toStartOfMinute(${t}, ${tz})`,
   five_minutes: (t, tz) => `toStartOfFiveMinutes(${t}, ${tz})`,
   fifteen_minutes: (t, tz) => `toStartOfFifteenMinutes(${t}, ${tz})`,
@@ -47,7 +47,7 @@ const SAMPLE_STEP_S: Record<Bucket, number> = {
 };
 
 /** Buckets a range of `days` days holds, give or take those DST adds or removes. */
-export const PER_DAY: Record<Bucket, number> = {
+const PER_DAY: Record<Bucket, number> = {
   minute: 1440,
   five_minutes: 288,
   fifteen_minutes: 96,
@@ -80,11 +80,8 @@ export async function overviewBucketed(
   common: CommonParams,
   bucket: Bucket,
 ): Promise<BucketedResult> {
+  if (exceedsBucketLimit(common, bucket)) return { ok: false };
   const closed = common.startDate !== undefined && common.endDate !== undefined;
-  if (closed) {
-    const estimate = daysBetween(common.startDate!, common.endDate!) * PER_DAY[bucket];
-    if (estimate > MAX_BUCKETS + 100) return { ok: false };
-  }
   let starts = closed ? await listBuckets(ch, common, bucket) : undefined;
   if (starts && starts.length > MAX_BUCKETS) return { ok: false };
 
@@ -96,13 +93,12 @@ export async function overviewBucketed(
       : await scannedBuckets(ch, siteId, common, bucket);
 
   if (!starts) {
-    const seen = [...events, ...sessions].map((r) => r.b);
-    if (seen.length === 0 && common.startDate === undefined) return { ok: true, data: [] };
-    const first = common.startDate === undefined ? Math.min(...seen) : undefined;
-    starts = await listBuckets(ch, common, bucket, {
-      first,
-      last: common.endDate === undefined ? Math.max(Math.floor(Date.now() / 1000), ...seen) : undefined,
-    });
+    starts = await listBuckets(
+      ch,
+      common,
+      bucket,
+      [...events, ...sessions].map((r) => r.b),
+    );
     if (starts.length > MAX_BUCKETS) return { ok: false };
   }
   const byEvents = new Map(events.map((r) => [r.b, r]));
@@ -204,15 +200,22 @@ async function rollupBuckets(
 /**
  * The starts (epoch seconds) of the buckets between two instants, both included: instants
  * sampled across the span, each mapped to its bucket by the same function the counts use. The
- * instants are the range's local midnights, or on an open side the given epoch seconds; at most
+ * instants are the range's local midnights; an open side takes the buckets `seen` (epoch
+ * seconds of the answer's rows): an open start the earliest of them, an open end now or the
+ * latest of them, if later. An open start with nothing seen has no buckets. At most
  * MAX_BUCKETS + 1 are returned.
  */
-export async function listBuckets(
+async function listBuckets(
   ch: ClickHouse,
   common: CommonParams,
   bucket: Bucket,
-  open: { first?: number | undefined; last?: number | undefined } = {},
+  seen: number[] = [],
 ): Promise<number[]> {
+  if (common.startDate === undefined && seen.length === 0) return [];
+  const open = {
+    first: common.startDate === undefined ? Math.min(...seen) : undefined,
+    last: common.endDate === undefined ? Math.max(Math.floor(Date.now() / 1000), ...seen) : undefined,
+  };
   const p = new Params();
   const tz = p.bind('String', common.timeZone);
   const midnight = (date: string) =>
@@ -228,4 +231,38 @@ export async function listBuckets(
     p.values,
   );
   return rows.map((r) => r.b);
+}
+
+/**
+ * Rows keyed by the start of their bucket (`b`, epoch seconds) spread over every bucket of the
+ * range, oldest first, aligned as `overview-bucketed` aligns them (`row` undefined where a
+ * bucket has none; an open side as `listBuckets` takes it). Undefined when the range holds
+ * more than MAX_BUCKETS buckets.
+ */
+export async function overBuckets<R extends { b: number }>(
+  ch: ClickHouse,
+  common: CommonParams,
+  bucket: Bucket,
+  rows: R[],
+): Promise<{ time: string; row: R | undefined }[] | undefined> {
+  const starts = await listBuckets(
+    ch,
+    common,
+    bucket,
+    rows.map((r) => r.b),
+  );
+  if (starts.length > MAX_BUCKETS) return undefined;
+  const byBucket = new Map(rows.map((r) => [r.b, r]));
+  return starts.map((b) => ({ time: isoFromSeconds(b), row: byBucket.get(b) }));
+}
+
+/** A closed range certainly holding more than MAX_BUCKETS buckets (checked before any read). */
+export function exceedsBucketLimit(common: CommonParams, bucket: Bucket): boolean {
+  if (common.startDate === undefined || common.endDate === undefined) return false;
+  return daysBetween(common.startDate, common.endDate) * PER_DAY[bucket] > MAX_BUCKETS + 100;
+}
+
+/** `toUnixTimestamp` of the start of the bucket holding `timestamp`, in the range's time zone. */
+export function bucketSecondsOf(p: Params, common: CommonParams, bucket: Bucket): string {
+  return `toUnixTimestamp(${BUCKET_START[bucket]('timestamp', p.bind('String', common.timeZone))})`;
 }

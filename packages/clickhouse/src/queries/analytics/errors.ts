@@ -1,8 +1,8 @@
 import { toIso } from '@trackhouse/core';
 import type { ClickHouse } from '../../client';
 import { type CommonParams, Params, whereClause } from '../builder';
-import { BUCKET_START, type Bucket, listBuckets, MAX_BUCKETS, PER_DAY } from './buckets';
-import { daysBetween, isoFromSeconds, rankedPage, ratio } from './shared';
+import { type Bucket, bucketSecondsOf, exceedsBucketLimit, overBuckets } from './buckets';
+import { rankedPage, ratio } from './shared';
 
 /**
  * Rows of one event type, read from `events_by_name` (sorted by site, type, name and time, so only
@@ -17,37 +17,6 @@ export function fromEventsOfType(
 ) {
   return `FROM events_by_name
   WHERE ${whereClause(p, siteId, common, [`type = ${p.bind('String', type)}`, ...extra])}`;
-}
-
-/**
- * The bucket starts (epoch seconds) of a bucketed answer, aligned as `overview-bucketed` aligns
- * them. `seen` holds the buckets that have rows: an open range starts with the earliest of them
- * and ends with the bucket holding now (or the latest of them, if later). Undefined when the
- * range holds more than MAX_BUCKETS buckets.
- */
-export async function seriesBucketStarts(
-  ch: ClickHouse,
-  common: CommonParams,
-  bucket: Bucket,
-  seen: number[],
-): Promise<number[] | undefined> {
-  if (common.startDate === undefined && seen.length === 0) return [];
-  const starts = await listBuckets(ch, common, bucket, {
-    first: common.startDate === undefined ? Math.min(...seen) : undefined,
-    last: common.endDate === undefined ? Math.max(Math.floor(Date.now() / 1000), ...seen) : undefined,
-  });
-  return starts.length > MAX_BUCKETS ? undefined : starts;
-}
-
-/** A closed range certainly holding more than MAX_BUCKETS buckets (checked before any read). */
-export function exceedsBucketLimit(common: CommonParams, bucket: Bucket): boolean {
-  if (common.startDate === undefined || common.endDate === undefined) return false;
-  return daysBetween(common.startDate, common.endDate) * PER_DAY[bucket] > MAX_BUCKETS + 100;
-}
-
-/** `toUnixTimestamp` of the start of the bucket holding `timestamp`, in the range's time zone. */
-export function bucketSecondsOf(p: Params, common: CommonParams, bucket: Bucket): string {
-  return `toUnixTimestamp(${BUCKET_START[bucket]('timestamp', p.bind('String', common.timeZone))})`;
 }
 
 /** One error name: its events and the distinct sessions they happened in. */
@@ -246,16 +215,7 @@ export async function errorBucketed(
      GROUP BY b`,
     p.values,
   );
-  const starts = await seriesBucketStarts(
-    ch,
-    common,
-    bucket,
-    rows.map((r) => r.b),
-  );
-  if (!starts) return { ok: false };
-  const byBucket = new Map(rows.map((r) => [r.b, r.n]));
-  return {
-    ok: true,
-    data: starts.map((b) => ({ time: isoFromSeconds(b), error_count: byBucket.get(b) ?? 0 })),
-  };
+  const buckets = await overBuckets(ch, common, bucket, rows);
+  if (!buckets) return { ok: false };
+  return { ok: true, data: buckets.map(({ time, row }) => ({ time, error_count: row?.n ?? 0 })) };
 }

@@ -1,9 +1,9 @@
 import type { ClickHouse } from '../../client';
 import { WEB_VITALS, type WebVital } from '../../rows';
 import { type CommonParams, Params } from '../builder';
-import type { Bucket } from './buckets';
-import { bucketSecondsOf, exceedsBucketLimit, fromEventsOfType, seriesBucketStarts } from './errors';
-import { isoFromSeconds, rankedPage } from './shared';
+import { type Bucket, bucketSecondsOf, exceedsBucketLimit, overBuckets } from './buckets';
+import { fromEventsOfType } from './errors';
+import { rankedPage } from './shared';
 
 /** The percentiles every answer gives per vital. */
 export const VITAL_PERCENTILES = [
@@ -105,20 +105,11 @@ export async function performanceBucketed(
      GROUP BY b`,
     p.values,
   );
-  const starts = await seriesBucketStarts(
-    ch,
-    common,
-    bucket,
-    rows.map((r) => r.b),
-  );
-  if (!starts) return { ok: false };
-  const byBucket = new Map(rows.map((r) => [r.b, r]));
+  const buckets = await overBuckets(ch, common, bucket, rows);
+  if (!buckets) return { ok: false };
   return {
     ok: true,
-    data: starts.map((b) => {
-      const r = byBucket.get(b);
-      return { time: isoFromSeconds(b), event_count: r?.events ?? 0, ...vitalStats(r) };
-    }),
+    data: buckets.map(({ time, row }) => ({ time, event_count: row?.events ?? 0, ...vitalStats(row) })),
   };
 }
 
