@@ -6,6 +6,7 @@ import { type ClickHouse, createClickHouse, migrateClickHouse } from '@trackhous
 import { connect, migratePostgres, type Pool } from '@trackhouse/postgres';
 import { inject } from 'vitest';
 import { startClickHouseBridge } from './clickhouse-http-bridge';
+import { runEntry, startEntry } from './processes';
 
 export const ROOT = fileURLToPath(new URL('..', import.meta.url));
 export const CLICKHOUSE_MIGRATIONS = join(ROOT, 'infra/clickhouse');
@@ -107,6 +108,28 @@ export async function createTestClickHouse(mode: TestClickHouseMode = TEST_CLICK
     dir: dir.path,
     close: async () => {
       await ch.close();
+      await dir.remove();
+    },
+  };
+}
+
+/**
+ * The standalone server on a database and data directory of its own, initialized (`trackhouse
+ * init`) with an organization, an API key and a site for `domain`; ingest flushes every 100 ms.
+ */
+export async function startStandaloneSite(prefix: string, domain: string) {
+  const db = await createTestDatabase();
+  const dir = await tempDir(prefix);
+  const env = { DATA_DIR: dir.path, DATABASE_URL: db.url, INGEST_FLUSH_INTERVAL_MS: '100' };
+  const init = await runEntry('apps/cli/src/main.ts', ['init', '--domain', domain, '--json'], env);
+  const site = JSON.parse(init.stdout) as { siteId: number; apiKey: string };
+  const server = await startEntry('apps/server/src/main.ts', env);
+  return {
+    server,
+    site,
+    stop: async () => {
+      await server.stop();
+      await db.drop();
       await dir.remove();
     },
   };

@@ -3,15 +3,8 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { hasChromium, launchChromium, SKIP_REASON } from '../../../test/browser';
-import {
-  createTestDatabase,
-  ROOT,
-  runEntry,
-  type StartedServer,
-  startEntry,
-  tempDir,
-} from '../../../test/helpers';
+import { CHROME_UA, hasChromium, launchChromium, SKIP_REASON } from '../../../test/browser';
+import { ROOT, type StartedServer, startStandaloneSite } from '../../../test/helpers';
 
 /**
  * Every feature of the official browser client (`@rybbit/js`), switched on through the site
@@ -20,26 +13,15 @@ import {
  * records a replay. Each is read back through the read API.
  */
 
-const CHROME_UA =
-  'Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/131.0.0.0 Safari/537.36';
-
 let server: StartedServer;
-let db: Awaited<ReturnType<typeof createTestDatabase>>;
-let dir: Awaited<ReturnType<typeof tempDir>>;
 let site: { siteId: number; apiKey: string };
+let stop: (() => Promise<void>) | undefined;
 
 beforeAll(async () => {
-  db = await createTestDatabase();
-  dir = await tempDir('browser-features');
-  const env = { DATA_DIR: dir.path, DATABASE_URL: db.url, INGEST_FLUSH_INTERVAL_MS: '100' };
-  const init = await runEntry('apps/cli/src/main.ts', ['init', '--domain', 'localhost', '--json'], env);
-  site = JSON.parse(init.stdout) as { siteId: number; apiKey: string };
-  server = await startEntry('apps/server/src/main.ts', env);
+  ({ server, site, stop } = await startStandaloneSite('browser-features', 'localhost'));
 }, 60_000);
 afterAll(async () => {
-  await server?.stop();
-  await db?.drop();
-  await dir?.remove();
+  await stop?.();
 });
 
 async function api<T>(path: string, init: { method?: string; body?: unknown } = {}): Promise<T> {

@@ -1,41 +1,22 @@
-import { existsSync, readFileSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { Rybbit } from '@rybbit/node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Trackhouse } from '../../../packages/node/src';
-import {
-  createTestDatabase,
-  ROOT,
-  runEntry,
-  type StartedServer,
-  startEntry,
-  tempDir,
-} from '../../../test/helpers';
-
-const CHROMIUM = '/usr/bin/chromium';
-const hasChromium = existsSync(CHROMIUM);
-const CHROME_UA =
-  'Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/131.0.0.0 Safari/537.36';
+import { CHROME_UA, hasChromium, launchChromium, SKIP_REASON } from '../../../test/browser';
+import { ROOT, type StartedServer, startStandaloneSite } from '../../../test/helpers';
 
 let server: StartedServer;
-let db: Awaited<ReturnType<typeof createTestDatabase>>;
-let dir: Awaited<ReturnType<typeof tempDir>>;
 let site: { siteId: number; apiKey: string };
+let stop: (() => Promise<void>) | undefined;
 
 beforeAll(async () => {
-  db = await createTestDatabase();
-  dir = await tempDir('clients');
-  const env = { DATA_DIR: dir.path, DATABASE_URL: db.url, INGEST_FLUSH_INTERVAL_MS: '100' };
-  const init = await runEntry('apps/cli/src/main.ts', ['init', '--domain', 'localhost', '--json'], env);
-  site = JSON.parse(init.stdout) as { siteId: number; apiKey: string };
-  server = await startEntry('apps/server/src/main.ts', env);
+  ({ server, site, stop } = await startStandaloneSite('clients', 'localhost'));
 }, 60_000);
 afterAll(async () => {
-  await server?.stop();
-  await db?.drop();
-  await dir?.remove();
+  await stop?.();
 });
 
 interface EventRow {
@@ -103,9 +84,8 @@ describe('official and own clients against the standalone server', () => {
   });
 
   it.skipIf(!hasChromium)(
-    `@rybbit/js in headless Chromium (beacons, CORS, tracking config)${hasChromium ? '' : ' — skipped: /usr/bin/chromium is not installed'}`,
+    `@rybbit/js in headless Chromium (beacons, CORS, tracking config)${SKIP_REASON}`,
     async () => {
-      const { chromium } = await import('playwright-core');
       const script = readFileSync(join(ROOT, 'node_modules/@rybbit/js/dist/index.mjs'));
       const page = `<!doctype html><html><head><title>Browser page</title></head><body>
 <a id="out" href="https://example.org/elsewhere">out</a>
@@ -128,16 +108,7 @@ window.ready = true;
       });
       await new Promise<void>((r) => pages.listen(0, '127.0.0.1', r));
       const port = (pages.address() as AddressInfo).port;
-      const browser = await chromium.launch({
-        executablePath: CHROMIUM,
-        args: [
-          '--no-sandbox',
-          '--disable-gpu',
-          '--disable-background-networking',
-          '--disable-component-update',
-          '--disable-sync',
-        ],
-      });
+      const browser = await launchChromium();
       try {
         const context = await browser.newContext({
           userAgent: CHROME_UA,
