@@ -1,4 +1,5 @@
 import {
+  analyzeFunnel,
   type CommonParams,
   type Filter,
   type FunnelStep,
@@ -169,6 +170,14 @@ describe('funnels against a brute-force computation', () => {
     expect(res.body).toEqual({ data: expected });
     expect(expected[0]!.sessions).toBeGreaterThan(0);
   });
+
+  it.each(FUNNELS.map((s, i) => [i, s] as const))(
+    'scenario %i: with every session walked exactly (too many share a millisecond to list them)',
+    async (_, s) => {
+      const expected = ref.funnel(selection(events, tenant.siteId, full(s)), s.steps);
+      expect(await analyzeFunnel(h.ch, tenant.siteId, full(s), s.steps, 0)).toEqual(expected);
+    },
+  );
 
   it('ties within a millisecond follow event ids; one event is one step; the range cuts sessions', async () => {
     const sessionsOf = async (c: Partial<CommonParams>) => {

@@ -91,7 +91,7 @@ function funnelSessions(
     HAVING ${having.join(' AND ')})`;
 }
 
-/** Tied sessions (see `walkedSessions`) up to which their exact walk reads them by id. */
+/** Tied sessions (see `walkedSessions`) up to which their exact walk reads them by id (past it, every session is walked exactly). */
 const MAX_TIED_SESSIONS = 50_000;
 
 /**
@@ -231,12 +231,13 @@ export async function analyzeFunnel(
   siteId: number,
   common: CommonParams,
   steps: FunnelStep[],
+  maxTied = MAX_TIED_SESSIONS,
 ): Promise<FunnelStepResult[]> {
   const walked = await walkTotals(ch, siteId, common, steps);
   const reached = [...walked.sessions];
   const visitors = [...walked.visitors];
   if (walked.tiedIds.length > 0) {
-    if (walked.tiedIds.length > MAX_TIED_SESSIONS) {
+    if (walked.tiedIds.length > maxTied) {
       return stepResults(steps, await exactTotals(ch, siteId, common, steps));
     }
     const exact = await exactlyWalked(ch, siteId, common, steps, {
