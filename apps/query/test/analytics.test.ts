@@ -1,7 +1,6 @@
 import {
   type CommonParams,
   compactSessionDays,
-  type Filter,
   generateEvents,
   insertEvents,
   METRIC_PARAMETERS,
@@ -9,6 +8,7 @@ import {
 } from '@trackhouse/clickhouse';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createQueryHarness, type QueryHarness } from './harness';
+import { f, full, query } from './params';
 import { compareEvents } from './reference';
 import { craftedEvents, lateEvents } from './traffic-data';
 import * as ref from './traffic-reference';
@@ -85,15 +85,6 @@ afterAll(async () => {
   await h.close();
 });
 
-function query(c: Partial<CommonParams>, extra: Record<string, string> = {}): string {
-  const params = new URLSearchParams(extra);
-  if (c.startDate) params.set('start_date', c.startDate);
-  if (c.endDate) params.set('end_date', c.endDate);
-  if (c.timeZone) params.set('time_zone', c.timeZone);
-  if (c.filters?.length) params.set('filters', JSON.stringify(c.filters));
-  return params.toString();
-}
-const full = (c: Partial<CommonParams>): CommonParams => ({ timeZone: 'UTC', filters: [], ...c });
 type Json = QueryHarness['json'];
 /** The app as it runs (rollups where they apply), or on the same engine with rollups off. */
 const PATHS = [
@@ -107,11 +98,6 @@ const getOn =
 const get = getOn(() => h.json);
 
 type Scenario = Partial<CommonParams> & { buckets: ref.Bucket[] };
-const f = (parameter: Filter['parameter'], type: Filter['type'], ...value: string[]): Filter => ({
-  parameter,
-  type,
-  value,
-});
 
 const SCENARIOS: Scenario[] = [
   { buckets: ['day', 'week', 'month'] },

@@ -1,13 +1,8 @@
-import {
-  type CommonParams,
-  type Filter,
-  generateEvents,
-  insertEvents,
-  type StoredEvent,
-} from '@trackhouse/clickhouse';
+import { type CommonParams, generateEvents, insertEvents, type StoredEvent } from '@trackhouse/clickhouse';
 import { uuidv7FromSeed } from '@trackhouse/core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createQueryHarness, type QueryHarness } from './harness';
+import { f, full, query } from './params';
 import * as ref from './product-reference-errperf';
 import { selectEvents } from './reference';
 import type { Bucket } from './traffic-reference';
@@ -132,25 +127,11 @@ afterAll(async () => {
   await h.close();
 });
 
-function query(c: Partial<CommonParams>, extra: Record<string, string> = {}): string {
-  const params = new URLSearchParams(extra);
-  if (c.startDate) params.set('start_date', c.startDate);
-  if (c.endDate) params.set('end_date', c.endDate);
-  if (c.timeZone) params.set('time_zone', c.timeZone);
-  if (c.filters?.length) params.set('filters', JSON.stringify(c.filters));
-  return params.toString();
-}
-const full = (c: Partial<CommonParams>): CommonParams => ({ timeZone: 'UTC', filters: [], ...c });
 const get = async <T>(path: string, c: Partial<CommonParams>, extra: Record<string, string> = {}) => {
   const res = await h.json<T>(`/api/sites/${tenant.siteId}/${path}?${query(c, extra)}`, { key: tenant.key });
   expect(res.status, JSON.stringify(res.body)).toBe(200);
   return res.body;
 };
-const f = (parameter: Filter['parameter'], type: Filter['type'], ...value: string[]): Filter => ({
-  parameter,
-  type,
-  value,
-});
 
 type Scenario = Partial<CommonParams> & { buckets: Bucket[]; dimension: string };
 const SCENARIOS: Scenario[] = [

@@ -1,7 +1,6 @@
 import {
   analyzeFunnel,
   type CommonParams,
-  type Filter,
   type FunnelStep,
   generateEvents,
   insertEvents,
@@ -10,6 +9,7 @@ import {
 import { deleteSite } from '@trackhouse/postgres';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createQueryHarness, type QueryHarness } from './harness';
+import { f, full, query } from './params';
 import * as ref from './product-reference-funnels';
 import { selection } from './traffic-reference';
 
@@ -98,20 +98,6 @@ afterAll(async () => {
   await h.close();
 });
 
-const f = (parameter: Filter['parameter'], type: Filter['type'], ...value: string[]): Filter => ({
-  parameter,
-  type,
-  value,
-});
-const full = (c: Partial<CommonParams>): CommonParams => ({ timeZone: 'UTC', filters: [], ...c });
-function query(c: Partial<CommonParams>, extra: Record<string, string> = {}): string {
-  const params = new URLSearchParams(extra);
-  if (c.startDate) params.set('start_date', c.startDate);
-  if (c.endDate) params.set('end_date', c.endDate);
-  if (c.timeZone) params.set('time_zone', c.timeZone);
-  if (c.filters?.length) params.set('filters', JSON.stringify(c.filters));
-  return params.toString();
-}
 const site = (path: string) => `/api/sites/${tenant.siteId}/${path}`;
 
 const page = (value: string, name?: string): FunnelStep => ({

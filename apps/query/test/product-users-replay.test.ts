@@ -1,7 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import {
   type CommonParams,
-  type Filter,
   generateEvents,
   insertEvents,
   rng,
@@ -11,6 +10,7 @@ import { toClickHouseDateTime } from '@trackhouse/core';
 import { updateSiteConfig } from '@trackhouse/postgres';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createQueryHarness, type QueryHarness } from './harness';
+import { f, full, query } from './params';
 import * as ref from './product-reference-users';
 
 let h: QueryHarness;
@@ -202,15 +202,6 @@ afterAll(async () => {
   await h.close();
 });
 
-function query(c: Partial<CommonParams>, extra: Record<string, string> = {}): string {
-  const params = new URLSearchParams(extra);
-  if (c.startDate) params.set('start_date', c.startDate);
-  if (c.endDate) params.set('end_date', c.endDate);
-  if (c.timeZone) params.set('time_zone', c.timeZone);
-  if (c.filters?.length) params.set('filters', JSON.stringify(c.filters));
-  return params.toString();
-}
-const full = (c: Partial<CommonParams>): CommonParams => ({ timeZone: 'UTC', filters: [], ...c });
 const get = <T>(
   path: string,
   c: Partial<CommonParams> = {},
@@ -223,12 +214,6 @@ const PATHS = [
   ['rollups', () => h.json],
   ['events only', () => eventsOnly],
 ] as const;
-
-const f = (parameter: Filter['parameter'], type: Filter['type'], ...value: string[]): Filter => ({
-  parameter,
-  type,
-  value,
-});
 
 const SCENARIOS: Partial<CommonParams>[] = [
   {},

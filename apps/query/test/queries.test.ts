@@ -9,6 +9,7 @@ import {
 import { uuidv7 } from '@trackhouse/core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createQueryHarness, type QueryHarness } from './harness';
+import { full, query } from './params';
 import { compareEvents, countBy, goalSessions, goalStats, selectEvents } from './reference';
 
 let h: QueryHarness;
@@ -126,16 +127,6 @@ function handMadeSessions(template: StoredEvent): StoredEvent[] {
     ]),
   ];
 }
-
-function query(c: Partial<CommonParams>, extra: Record<string, string> = {}): string {
-  const params = new URLSearchParams(extra);
-  if (c.startDate) params.set('start_date', c.startDate);
-  if (c.endDate) params.set('end_date', c.endDate);
-  if (c.timeZone) params.set('time_zone', c.timeZone);
-  if (c.filters?.length) params.set('filters', JSON.stringify(c.filters));
-  return params.toString();
-}
-const full = (c: Partial<CommonParams>): CommonParams => ({ timeZone: 'UTC', filters: [], ...c });
 
 const SCENARIOS: Partial<CommonParams>[] = [
   {},
