@@ -63,6 +63,8 @@ rybbit.identify('customer-42', { plan: 'pro', seats: 3 });
 window.fail = () => setTimeout(() => {
   throw new TypeError('coupon service unreachable');
 });
+// Registered after the client's own listener, so it runs once the client has sent the error.
+window.addEventListener('error', () => { window.failed = true; });
 window.ready = true;
 </script></body></html>`;
 
@@ -123,6 +125,8 @@ describe('@rybbit/js with every feature on', () => {
         await tab.press('#email', 'Tab');
         await tab.click('input[type=submit]');
         await tab.evaluate('window.fail()');
+        // The error is thrown on /shop: navigate only once it has been reported there.
+        await tab.waitForFunction('window.failed === true', undefined, { timeout: 10_000 });
         // A client-side navigation.
         await tab.evaluate("history.pushState({}, '', '/checkout')");
         // Replay batches leave every 5 s.
