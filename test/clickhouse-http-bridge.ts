@@ -185,7 +185,9 @@ export async function startClickHouseBridge(opts: {
     }
   };
 
-  const server = createServer((req, res) => {
+  // A ClickHouse server takes URLs up to 1 MiB (`http_max_uri_size`); bound parameters travel
+  // in the URL. Node's default (16 KiB of headers) would refuse requests the server answers.
+  const server = createServer({ maxHeaderSize: 1024 * 1024 }, (req, res) => {
     answer(req, res).catch((err) => {
       if (!res.headersSent) fail(res, 1002, String(err));
       else res.destroy();

@@ -78,7 +78,7 @@ export async function seedEvents(
 }
 
 /** The per-session rollups, partitioned by the UTC day a session began. */
-const SESSION_ROLLUPS = ['sessions', 'session_facts'];
+const SESSION_ROLLUPS = ['sessions', 'session_facts', 'session_paths'];
 
 /**
  * Merges each partition of the session rollups (one per UTC day a session began) that holds

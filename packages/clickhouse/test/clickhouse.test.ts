@@ -217,7 +217,7 @@ describe('embedded ClickHouse', () => {
           )
         ).map((r) => [r.id, r.n]),
       );
-    for (const rollup of ['sessions', 'session_facts']) {
+    for (const rollup of ['sessions', 'session_facts', 'session_paths']) {
       expect({ rollup, parts: await parts(rollup) }).toEqual({
         rollup,
         parts: { '20261119': 2, '20261121': 2 },
@@ -226,8 +226,9 @@ describe('embedded ClickHouse', () => {
     const merged = await compactSessionDays(ch, new Date('2026-11-21T12:00:00Z'));
     expect(merged).toContain('sessions:20261119');
     expect(merged).toContain('session_facts:20261119');
+    expect(merged).toContain('session_paths:20261119');
     expect(merged.filter((m) => m.endsWith(':20261121'))).toEqual([]);
-    for (const rollup of ['sessions', 'session_facts']) {
+    for (const rollup of ['sessions', 'session_facts', 'session_paths']) {
       expect({ rollup, parts: await parts(rollup) }).toEqual({
         rollup,
         parts: { '20261119': 1, '20261121': 2 },

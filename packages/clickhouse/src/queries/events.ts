@@ -171,6 +171,7 @@ const SITE_TABLES = [
   'events_by_name',
   'sessions',
   'session_facts',
+  'session_paths',
   'site_pages',
   'identifies',
   'user_profiles',

@@ -64,10 +64,13 @@ export type SessionRowField = keyof typeof SESSION_ROW_FIELDS;
 export const rollupApplies = (ch: ClickHouse, common: CommonParams) =>
   ch.rollups !== false && common.filters.length === 0;
 
+/** The per-session rollups partitioned by the UTC day a session began (and read through `readRollup`). */
+export type SessionRollup = 'session_facts' | 'session_paths';
+
 /**
- * The parts of `session_facts` that are alone in their partition, by partition: such a part has
- * one row per session and is read without FINAL. Undefined on a cluster (parts are per shard):
- * every read merges there.
+ * The parts of a per-session rollup that are alone in their partition, by partition: such a part
+ * has one row per session and is read without FINAL. Undefined on a cluster (parts are per
+ * shard): every read merges there.
  */
 export interface Settled {
   partitions: string[];
@@ -79,12 +82,17 @@ export interface Settled {
  * row of its partition) before the read took its own snapshot would be missed: when any of them
  * is no longer active afterwards, the read runs again with FINAL everywhere.
  */
-export async function readRollup<T>(ch: ClickHouse, read: (settled?: Settled) => Promise<T>): Promise<T> {
+export async function readRollup<T>(
+  ch: ClickHouse,
+  read: (settled?: Settled) => Promise<T>,
+  table: SessionRollup = 'session_facts',
+): Promise<T> {
   if (ch.cluster) return read();
   const alone = await ch.query<{ partition: string; part: string }>(
     `SELECT partition_id AS partition, any(name) AS part FROM system.parts
-     WHERE database = currentDatabase() AND table = 'session_facts' AND active
+     WHERE database = currentDatabase() AND table = {table:String} AND active
      GROUP BY partition_id HAVING count() = 1`,
+    { table },
   );
   const settled = { partitions: alone.map((r) => r.partition), parts: alone.map((r) => r.part) };
   const result = await read(settled);
@@ -92,24 +100,34 @@ export async function readRollup<T>(ch: ClickHouse, read: (settled?: Settled) =>
   // rows arrived after the read began); one merged away may have been missed.
   const [kept] = await ch.query<{ n: number }>(
     `SELECT count() AS n FROM system.parts
-     WHERE database = currentDatabase() AND table = 'session_facts' AND active
+     WHERE database = currentDatabase() AND table = {table:String} AND active
        AND name IN {parts:Array(String)}`,
-    { parts: settled.parts },
+    { table, parts: settled.parts },
   );
   return kept?.n === settled.parts.length ? result : read();
 }
 
 /**
- * Rows of `session_facts` matching `where`, each session once: the settled parts as they are,
- * the other partitions merged (FINAL). `select(final)` gives the columns for either.
+ * Rows of a per-session rollup matching `where`, each session once: the settled parts as they
+ * are, the other partitions merged (FINAL). `select(final)` gives the columns for either.
+ * `prewhere`, a cheap condition that drops most rows, is read first where the parts are settled
+ * (under FINAL it must wait for the merge: a session's rows are only whole once merged).
  */
-function fromRollup(p: Params, where: string, select: (final: boolean) => string, settled?: Settled): string {
-  if (!settled) return `SELECT ${select(true)} FROM session_facts FINAL WHERE ${where}`;
-  return `SELECT ${select(false)} FROM session_facts
+export function fromRollup(
+  p: Params,
+  where: string,
+  select: (final: boolean) => string,
+  settled?: Settled,
+  table: SessionRollup = 'session_facts',
+  prewhere?: string,
+): string {
+  const merged = prewhere ? `${where} AND ${prewhere}` : where;
+  if (!settled) return `SELECT ${select(true)} FROM ${table} FINAL WHERE ${merged}`;
+  return `SELECT ${select(false)} FROM ${table}${prewhere ? ` PREWHERE ${prewhere}` : ''}
      WHERE ${where} AND _part IN ${p.bind('Array(String)', settled.parts)}
    UNION ALL
-   SELECT ${select(true)} FROM session_facts FINAL
-     WHERE ${where} AND _partition_id NOT IN ${p.bind('Array(String)', settled.partitions)}`;
+   SELECT ${select(true)} FROM ${table} FINAL
+     WHERE ${merged} AND _partition_id NOT IN ${p.bind('Array(String)', settled.partitions)}`;
 }
 
 /**

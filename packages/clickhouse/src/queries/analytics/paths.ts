@@ -1,0 +1,94 @@
+import { type CommonParams, type Params, rangeBounds } from '../builder';
+import { fromRollup, type Settled } from './rollup';
+
+/**
+ * Reading `session_paths` (0006): each event of a session as one 128-bit key, milliseconds in
+ * bits 127..80, the top 48 bits of the cityHash64 of its path (pageviews) or name (custom events)
+ * in bits 79..32 (0 for the other types), a hash of its event id below.
+ */
+
+/** The 48-bit hash a key carries for a pathname or event name. */
+export const pathHash = (expression: string) => `bitShiftRight(cityHash64(${expression}), 16)`;
+
+/** The path or name hash of a key. */
+export const keyHash = (key: string) => `toUInt64(bitAnd(bitShiftRight(${key}, 32), 281474976710655))`;
+
+/** The milliseconds of a key. */
+export const keyMs = (key: string) => `toUInt64(bitShiftRight(${key}, 80))`;
+
+/** A time as the least key of its millisecond. */
+const keyAt = (time: string) => `bitShiftLeft(toUInt128(toUnixTimestamp64Milli(${time})), 80)`;
+
+/** A condition on a key: its event lies in the range (SPEC 13: from its start, before its end). */
+export function keyInRange(p: Params, common: CommonParams): (key: string) => string {
+  const { from, to } = rangeBounds(p, common);
+  const parts = (key: string) => [from && `${key} >= ${keyAt(from)}`, to && `${key} < ${keyAt(to)}`];
+  return (key) => parts(key).filter(Boolean).join(' AND ') || '1';
+}
+
+/**
+ * Rows of `session_paths` for the sessions that may have events in the range (their first event
+ * before its end, their last from its start), each session once. `select(final)` and `prewhere`
+ * as fromRollup. Call within readRollup(…, 'session_paths').
+ */
+export function pathRows(
+  p: Params,
+  siteId: number,
+  common: CommonParams,
+  select: (final: boolean) => string,
+  settled: Settled | undefined,
+  prewhere?: string,
+): string {
+  const { from, to } = rangeBounds(p, common);
+  const where = [
+    `site_id = ${p.bind('UInt32', siteId)}`,
+    ...(to ? [`session_start < ${to}`] : []),
+    ...(from ? [`session_end >= ${from}`] : []),
+  ].join(' AND ');
+  return fromRollup(p, where, select, settled, 'session_paths', prewhere);
+}
+
+/**
+ * Most sessions a query lists by id: bound parameters travel in the URL of the server form,
+ * which a ClickHouse server takes up to 1 MiB (about 40 bytes an id). Past it, answers compute
+ * every session from its events instead.
+ */
+export const MAX_LISTED_SESSIONS = 10_000;
+
+/** Milliseconds as the engine writes a DateTime64(3) in UTC ('YYYY-MM-DD hh:mm:ss.sss'). */
+const engineTime = (ms: number) => new Date(ms).toISOString().replace('T', ' ').replace('Z', '');
+
+/** Sessions for `sessionsWithin`, from (id, first, last milliseconds) as a query returns them. */
+export const sessionsAt = (rows: [string, number | string, number | string][]) =>
+  rows.map(([id, from, to]) => ({ id, from: engineTime(Number(from)), to: engineTime(Number(to)) }));
+
+/** Byte order of UTF-8 texts, as the engine orders strings. */
+export const byteOrder = (a: string, b: string) => Buffer.compare(Buffer.from(a), Buffer.from(b));
+
+/**
+ * Conditions reading the events of a few sessions, each within the times given for it (so that
+ * the table's sort key skips the rest of the range); more sessions are read by id within the
+ * bounds of them all.
+ */
+export function sessionsWithin(p: Params, sessions: { id: string; from: string; to: string }[]): string {
+  const time = (t: string) => p.bind("DateTime64(3, 'UTC')", t);
+  if (sessions.length === 0) return '0';
+  if (sessions.length <= 32) {
+    return `(${sessions
+      .map(
+        (s) =>
+          `(session_id = ${p.bind('UUID', s.id)} AND timestamp >= ${time(s.from)} AND timestamp <= ${time(s.to)})`,
+      )
+      .join(' OR ')})`;
+  }
+  // Times as the engine writes them ('YYYY-MM-DD hh:mm:ss.sss') sort as text.
+  const from = sessions.map((s) => s.from).sort()[0]!;
+  const to = sessions
+    .map((s) => s.to)
+    .sort()
+    .at(-1)!;
+  return `(session_id IN ${p.bind(
+    'Array(UUID)',
+    sessions.map((s) => s.id),
+  )} AND timestamp >= ${time(from)} AND timestamp <= ${time(to)})`;
+}
