@@ -1,9 +1,12 @@
 import {
   analyzeFunnel,
   type CommonParams,
+  compactSessionDays,
   type FunnelStep,
+  funnelStepSessions,
   generateEvents,
   insertEvents,
+  journeys,
   type StoredEvent,
 } from '@trackhouse/clickhouse';
 import { deleteSite } from '@trackhouse/postgres';
@@ -11,12 +14,14 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createQueryHarness, type QueryHarness } from './harness';
 import { f, full, query } from './params';
 import * as ref from './product-reference-funnels';
+import { lateEvents } from './traffic-data';
 import { selection } from './traffic-reference';
 
 let h: QueryHarness;
 let tenant: Awaited<ReturnType<QueryHarness['tenant']>>;
 let other: Awaited<ReturnType<QueryHarness['tenant']>>;
 let events: StoredEvent[];
+let eventsOnly: QueryHarness['json'];
 
 /** A UUID whose order in ClickHouse (last 8 bytes first) is set by `n`. */
 const orderedId = (prefix: string, n: number) =>
@@ -65,6 +70,16 @@ function craftedEvents(template: StoredEvent): StoredEvent[] {
       ['2026-03-20T23:59:59.999Z', '/tie/a'],
       ['2026-03-21T00:00:00.000Z', '/tie/b'],
     ]),
+    // From 2026-03-21 UTC, this one's first event in range (00:20) is later than the start of
+    // the next (00:05): listed newest first, it comes first, though it began first.
+    ...session(5, '00000000000c0005', [
+      ['2026-03-20T23:50:00.000Z', '/tie/a'],
+      ['2026-03-21T00:20:00.000Z', '/tie/b'],
+    ]),
+    ...session(6, '00000000000c0006', [
+      ['2026-03-21T00:05:00.000Z', '/tie/a'],
+      ['2026-03-21T00:06:00.000Z', '/tie/b'],
+    ]),
   ];
 }
 
@@ -92,13 +107,31 @@ beforeAll(async () => {
     }),
   ];
   await insertEvents(h.ch, [...generated, ...crafted, ...noise]);
-  events = [...generated, ...crafted];
+  eventsOnly = h.jsonOn({ ...h.ch, rollups: false });
+  // The rollups' days merged, as an hour after their last insert: the late events below then
+  // leave some days in one part (read as they are) and others in several (read merged).
+  await compactSessionDays(h.ch, new Date('2027-01-01T00:00:00Z'));
+  const late = lateEvents(generated, 80);
+  await h.ch.writer.insert({
+    table: 'events',
+    values: late,
+    format: 'JSONEachRow',
+    clickhouse_settings: { insert_deduplication_token: `funnels-late-${tenant.siteId}` },
+  });
+  events = [...generated, ...crafted, ...late];
 }, 120_000);
 afterAll(async () => {
   await h.close();
 });
 
 const site = (path: string) => `/api/sites/${tenant.siteId}/${path}`;
+
+type Json = QueryHarness['json'];
+/** The app as it runs (funnels and journeys read `session_paths` where they can), and with rollups off. */
+const PATHS = [
+  ['rollups where they apply', () => h.json],
+  ['events only (QUERY_ROLLUPS=false)', () => eventsOnly],
+] as const satisfies readonly (readonly [string, () => Json])[];
 
 const page = (value: string, name?: string): FunnelStep => ({
   type: 'page',
@@ -140,13 +173,20 @@ const FUNNELS: FunnelScenario[] = [
     steps: [page('/'), event('add_to_cart', 'value', 2), page('/checkout/*')],
   },
   { filters: [f('event_name', 'equals', 'signup')], steps: [page('/**'), event('signup'), page('/**')] },
+  // Pages and an event by name (read from `session_paths` unfiltered), the late pageviews too.
+  {
+    startDate: '2026-03-01',
+    endDate: '2026-04-07',
+    timeZone: 'Asia/Kathmandu',
+    steps: [page('/**'), event('add_to_cart'), page('/late')],
+  },
   // Hand-made ties and a session across the range's start.
   { startDate: '2026-03-01', endDate: '2026-03-31', steps: [page('/tie/a'), page('/tie/*')] },
 ];
 
-describe('funnels against a brute-force computation', () => {
+describe.each(PATHS)('funnels against a brute-force computation, %s', (_, json) => {
   it.each(FUNNELS.map((s, i) => [i, s] as const))('scenario %i: each step in order', async (_, s) => {
-    const res = await h.json(site(`funnels/analyze?${query(s)}`), {
+    const res = await json()(site(`funnels/analyze?${query(s)}`), {
       key: tenant.key,
       method: 'POST',
       body: { steps: s.steps },
@@ -161,13 +201,36 @@ describe('funnels against a brute-force computation', () => {
     'scenario %i: with every session walked exactly (too many share a millisecond to list them)',
     async (_, s) => {
       const expected = ref.funnel(selection(events, tenant.siteId, full(s)), s.steps);
-      expect(await analyzeFunnel(h.ch, tenant.siteId, full(s), s.steps, 0)).toEqual(expected);
+      const ch = json() === eventsOnly ? { ...h.ch, rollups: false } : h.ch;
+      expect(await analyzeFunnel(ch, tenant.siteId, full(s), s.steps, 0)).toEqual(expected);
+    },
+  );
+
+  it.each(FUNNELS.map((s, i) => [i, s] as const))(
+    'scenario %i: sessions listed with no spare rows (a tied session dropping out re-reads the list)',
+    async (_, s) => {
+      const ch = json() === eventsOnly ? { ...h.ch, rollups: false } : h.ch;
+      const sel = selection(events, tenant.siteId, full(s));
+      for (const [k, mode] of [
+        [1, 'reached'],
+        [2, 'dropped'],
+      ] as const) {
+        const expected = ref.funnelSessions(sel, s.steps, k, mode);
+        const page = { stepNumber: k, mode, limit: 20, offset: 20 };
+        const listed = await funnelStepSessions(ch, tenant.siteId, full(s), s.steps, page, 0);
+        expect({ k, mode, ...JSON.parse(JSON.stringify(listed)) }).toEqual({
+          k,
+          mode,
+          data: expected.slice(20, 40),
+          totalCount: expected.length,
+        });
+      }
     },
   );
 
   it('ties within a millisecond follow event ids; one event is one step; the range cuts sessions', async () => {
     const sessionsOf = async (c: Partial<CommonParams>) => {
-      const res = await h.json<{ data: { sessions: number }[] }>(site(`funnels/analyze?${query(c)}`), {
+      const res = await json()<{ data: { sessions: number }[] }>(site(`funnels/analyze?${query(c)}`), {
         key: tenant.key,
         method: 'POST',
         body: { steps: [page('/tie/a'), page('/tie/*')] },
@@ -175,13 +238,14 @@ describe('funnels against a brute-force computation', () => {
       return res.body.data.map((d) => d.sessions);
     };
     expect(await sessionsOf({ startDate: '2026-03-12', endDate: '2026-03-12' })).toEqual([3, 1]);
-    expect(await sessionsOf({ startDate: '2026-03-20', endDate: '2026-03-21' })).toEqual([1, 1]);
-    expect(await sessionsOf({ startDate: '2026-03-21', endDate: '2026-03-21' })).toEqual([0, 0]);
-    expect(await sessionsOf({ startDate: '2026-03-20', endDate: '2026-03-20' })).toEqual([1, 0]);
-    // In Kolkata both events of the midnight session fall on the 21st.
+    expect(await sessionsOf({ startDate: '2026-03-20', endDate: '2026-03-21' })).toEqual([3, 3]);
+    // Only /tie/b of sessions 4 and 5 is in range.
+    expect(await sessionsOf({ startDate: '2026-03-21', endDate: '2026-03-21' })).toEqual([1, 1]);
+    expect(await sessionsOf({ startDate: '2026-03-20', endDate: '2026-03-20' })).toEqual([2, 0]);
+    // In Kolkata both events of the midnight sessions fall on the 21st.
     expect(
       await sessionsOf({ startDate: '2026-03-21', endDate: '2026-03-21', timeZone: 'Asia/Kolkata' }),
-    ).toEqual([1, 1]);
+    ).toEqual([3, 3]);
   });
 
   it.each(FUNNELS.map((s, i) => [i, s] as const))(
@@ -196,7 +260,7 @@ describe('funnels against a brute-force computation', () => {
       ] as const) {
         const expected = ref.funnelSessions(sel, s.steps, k, mode);
         for (const pageNumber of [1, 2]) {
-          const res = await h.json<{ data: unknown[]; totalCount: number }>(
+          const res = await json()<{ data: unknown[]; totalCount: number }>(
             site(`funnels/${k}/sessions?${query(s, { page: String(pageNumber), limit: '20' })}`),
             { key: tenant.key, method: 'POST', body: { steps: s.steps, mode } },
           );
@@ -211,6 +275,19 @@ describe('funnels against a brute-force computation', () => {
       }
     },
   );
+
+  it('lists a session that began before the range by its first event in it', async () => {
+    const c = { startDate: '2026-03-21', endDate: '2026-03-21' };
+    const steps = [page('/tie/*'), page('/**')];
+    const expected = ref.funnelSessions(selection(events, tenant.siteId, full(c)), steps, 1, 'reached');
+    expect(expected.map((r) => r.session_id)).toEqual([5, 6, 4].map((n) => orderedId('01900001', n)));
+    const res = await json()(site(`funnels/1/sessions?${query(c)}`), {
+      key: tenant.key,
+      method: 'POST',
+      body: { steps, mode: 'reached' },
+    });
+    expect(res.body).toEqual({ data: expected, totalCount: 3 });
+  });
 
   it('takes the mode from the query string as well', async () => {
     const s = FUNNELS[0]!;
@@ -272,7 +349,7 @@ describe('retention against a brute-force computation', () => {
   });
 });
 
-describe('journeys against a brute-force computation', () => {
+describe.each(PATHS)('journeys against a brute-force computation, %s', (_, json) => {
   const SCENARIOS: (Partial<CommonParams> & { steps: number; limit: number; startPage?: string })[] = [
     { steps: 3, limit: 500 },
     { startDate: '2026-03-05', endDate: '2026-03-25', timeZone: 'Asia/Kolkata', steps: 5, limit: 40 },
@@ -291,13 +368,23 @@ describe('journeys against a brute-force computation', () => {
     async (_, s) => {
       const extra: Record<string, string> = { steps: String(s.steps), limit: String(s.limit) };
       if (s.startPage) extra.start_page = s.startPage;
-      const res = await h.json<{ journeys: unknown[] }>(site(`journeys?${query(s, extra)}`), {
+      const res = await json()<{ journeys: unknown[] }>(site(`journeys?${query(s, extra)}`), {
         key: tenant.key,
       });
       expect(res.status).toBe(200);
       const expected = ref.journeys(selection(events, tenant.siteId, full(s)), s);
       expect(res.body).toEqual({ journeys: expected });
       expect(expected.length).toBeGreaterThan(1);
+    },
+  );
+
+  it.each(SCENARIOS.map((s, i) => [i, s] as const))(
+    'scenario %i: with no journeys read past the limit (tied sessions then make it read them all)',
+    async (_, s) => {
+      const ch = json() === eventsOnly ? { ...h.ch, rollups: false } : h.ch;
+      const opts = { steps: s.steps, limit: s.limit, ...(s.startPage ? { startPage: s.startPage } : {}) };
+      const expected = ref.journeys(selection(events, tenant.siteId, full(s)), s);
+      expect(await journeys(ch, tenant.siteId, full(s), opts, 0)).toEqual(expected);
     },
   );
 });

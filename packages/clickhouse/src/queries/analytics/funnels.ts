@@ -1,9 +1,19 @@
 import type { ClickHouse } from '../../client';
-import { type CommonParams, Params, rangeCondition } from '../builder';
-import { type GoalDefinition, goalCondition } from '../goals';
-import { userKey } from './rollup';
+import { type CommonParams, Params, rangeBounds, rangeCondition } from '../builder';
+import { type GoalDefinition, goalCondition, pathPatternRegex } from '../goals';
+import {
+  keyHash,
+  keyInRange,
+  keyMs,
+  MAX_LISTED_SESSIONS,
+  pathHash,
+  pathRows,
+  sessionsAt,
+  sessionsWithin,
+} from './paths';
+import { readRollup, rollupApplies, type Settled, userKey } from './rollup';
 import { SESSION_FIELDS, type SessionRow, type TrafficSession, toSession } from './sessions';
-import { matchesFilters, rankedPage, ratio } from './shared';
+import { listed, listOrder, matchesFilters, rankedPage, ratio } from './shared';
 
 /** Most steps a funnel may have (each is a bit of a per-event mask). */
 export const MAX_FUNNEL_STEPS = 10;
@@ -91,8 +101,8 @@ function funnelSessions(
     HAVING ${having.join(' AND ')})`;
 }
 
-/** Tied sessions (see `walkedSessions`) up to which their exact walk reads them by id (past it, every session is walked exactly). */
-const MAX_TIED_SESSIONS = 50_000;
+/** Tied sessions (see `walkedSessions`) up to which their exact walk lists them by id (past it, every session is walked exactly). */
+const MAX_TIED_SESSIONS = MAX_LISTED_SESSIONS;
 
 /**
  * One row per counted session that matched step 1, walked without event ids (reading them over a
@@ -100,8 +110,8 @@ const MAX_TIED_SESSIONS = 50_000;
  * step after the session's first step-1 event, in time order. `f_tied` marks a session where two
  * events matching a step share a millisecond: only there does the order of event ids decide
  * (elsewhere the first step-1 event is the only one at its time, so the walk starts strictly
- * after it), and such sessions are walked again exactly. `f_from` and `f_to` bound the rows read
- * for the session.
+ * after it), and such sessions are walked again exactly. `f_from` and `f_to` (milliseconds) bound
+ * the rows read for the session.
  */
 function walkedSessions(p: Params, siteId: number, common: CommonParams, steps: FunnelStep[]): string {
   const filters = common.filters.length > 0 ? matchesFilters(p, siteId, common) : undefined;
@@ -109,12 +119,12 @@ function walkedSessions(p: Params, siteId: number, common: CommonParams, steps: 
   return `SELECT session_id, s_user, s_uid, f_tied, f_from, f_to,
       arrayFold((acc, x) -> toUInt8(acc + bitTest(x.2, acc)), f_after, toUInt8(1)) AS reach
     FROM (
-      SELECT session_id, ${userKey('any(user_id)')} AS s_user, any(user_id) AS s_uid,
+      SELECT session_id, ${userKey('any(user_id)')} AS s_user, toString(s_user) AS s_uid,
         minIf(timestamp, bitTest(f_m, 0)) AS f_first,
         arrayFilter(x -> x.1 > f_first, arraySort(groupArrayIf((timestamp, f_m), f_m >= 2))) AS f_after,
         groupArrayIf(toUnixTimestamp64Milli(timestamp), f_m != 0) AS f_times,
         length(arrayDistinct(f_times)) < length(f_times) AS f_tied,
-        toString(min(timestamp)) AS f_from, toString(max(timestamp)) AS f_to
+        toUnixTimestamp64Milli(min(timestamp)) AS f_from, toUnixTimestamp64Milli(max(timestamp)) AS f_to
       FROM (
         SELECT session_id, user_id, timestamp, ${stepMask(p, steps)} AS f_m${filters ? `, ${filters} AS f_match` : ''}
         FROM events
@@ -123,23 +133,92 @@ function walkedSessions(p: Params, siteId: number, common: CommonParams, steps: 
       HAVING ${having.join(' AND ')})`;
 }
 
+/**
+ * Whether a funnel can be walked over `session_paths` (0006): it holds pageviews by path and
+ * custom events by name, not their properties.
+ */
+const walksPaths = (steps: FunnelStep[]) =>
+  steps.every(
+    (s) => s.type === 'page' || s.eventPropertyKey === undefined || s.eventPropertyValue === undefined,
+  );
+
+/**
+ * `walkedSessions` over `session_paths`, for an unfiltered funnel: each session's keys of its
+ * pageviews and custom events in range that match a step, as step masks (page steps through the
+ * hashes of the site's matching paths, event steps through the hashes of their names), walked in
+ * key order. Keys order as events do except within a millisecond: `f_tied` marks a session with
+ * two such keys in one millisecond, which is walked again from its events.
+ */
+function pathWalked(
+  p: Params,
+  siteId: number,
+  common: CommonParams,
+  steps: FunnelStep[],
+  settled: Settled | undefined,
+  extra: [expression: string, alias: string][] = [],
+): string {
+  const inRange = keyInRange(p, common);
+  const pageBits = steps.flatMap((s, k) =>
+    s.type === 'page' ? [`match(pathname, ${p.bind('String', pathPatternRegex(s.value))}) * ${2 ** k}`] : [],
+  );
+  const names = new Map<string, number>();
+  steps.forEach((s, k) => {
+    if (s.type === 'event') names.set(s.value, (names.get(s.value) ?? 0) | (2 ** k));
+  });
+  const pages =
+    pageBits.length === 0
+      ? `(CAST([], 'Array(UInt64)'), CAST([], 'Array(UInt16)'))`
+      : `(SELECT (groupArray(h), groupArray(m)) FROM (
+           SELECT ${pathHash('pathname')} AS h, groupBitOr(toUInt16(${pageBits.join(' + ')})) AS m
+           FROM site_pages WHERE site_id = ${p.bind('UInt32', siteId)} GROUP BY h HAVING m != 0))`;
+  const events = `(arrayMap(n -> ${pathHash('n')}, ${p.bind('Array(String)', [...names.keys()])}),
+    CAST(${p.bind('Array(UInt16)', [...names.values()])}, 'Array(UInt16)'))`;
+  const mask = (map: string) => `k -> transform(${keyHash('k')}, ${map}.1, ${map}.2, toUInt16(0))`;
+  const columns = ['session_id', 'user_key AS s_user', 'page_keys', 'event_keys'];
+  if (extra.length > 0) columns.push('session_start', 'session_end');
+  const rows = pathRows(p, siteId, common, () => columns.join(', '), settled);
+  const outer = ['session_id', 's_user', 'toString(s_user) AS s_uid', 'f_tied', 'f_from', 'f_to', 'reach'];
+  return `WITH ${pages} AS f_pages, ${events} AS f_events
+    SELECT ${[...outer, ...extra.map(([, alias]) => alias)].join(', ')} FROM (
+      SELECT ${['session_id', 's_user', ...extra.map(([e, alias]) => `${e} AS ${alias}`)].join(', ')},
+        arrayConcat(page_keys, event_keys) AS f_all,
+        arrayConcat(arrayMap(${mask('f_pages')}, page_keys), arrayMap(${mask('f_events')}, event_keys)) AS f_all_masks,
+        arrayFilter((m, k) -> m != 0 AND ${inRange('k')}, f_all_masks, f_all) AS f_m,
+        arrayFilter((k, m) -> m != 0 AND ${inRange('k')}, f_all, f_all_masks) AS f_k,
+        arraySort((m, k) -> k, f_m, f_k) AS f_masks,
+        arrayMap(k -> ${keyMs('k')}, f_k) AS f_ms,
+        length(arrayDistinct(f_ms)) < length(f_ms) AS f_tied,
+        arrayMin(f_ms) AS f_from,
+        arrayMax(f_ms) AS f_to,
+        ${REACHED_STEPS} AS reach
+      FROM (${rows})
+      WHERE arrayExists(m -> bitTest(m, 0), f_m))`;
+}
+
+/** A session to walk again in exact event order, with the times its step events lie within. */
+interface TiedSession {
+  id: string;
+  from: string;
+  to: string;
+}
+
 interface WalkTotals {
   /** Per step: sessions not tied reaching it, visitors without a tied session reaching it. */
   sessions: number[];
   visitors: number[];
-  /** Visitors with a tied session: their id and the furthest step their other sessions reached. */
+  /** Visitors with a tied session: their key and the furthest step their other sessions reached. */
   tiedUsers: [string, number][];
-  tiedIds: string[];
-  tiedFrom: string | null;
-  tiedTo: string | null;
+  tied: TiedSession[];
 }
 
-/** Step counts of the sessions walked without event ids, and what is left to walk exactly. */
+/**
+ * Step counts of the sessions walked without event ids (`walked` builds their query: one row per
+ * session, as `walkedSessions`), and what is left to walk exactly.
+ */
 async function walkTotals(
   ch: ClickHouse,
-  siteId: number,
-  common: CommonParams,
   steps: FunnelStep[],
+  walked: (p: Params) => string,
 ): Promise<WalkTotals> {
   const p = new Params();
   const perVisitor = steps.map((_, k) => `countIf(NOT f_tied AND reach > ${k}) AS u${k}`);
@@ -148,52 +227,48 @@ async function walkTotals(
     `countIf(NOT u_tied AND u_reach > ${k}) AS v${k}`,
   ]);
   const [row] = await ch.query<
-    Record<string, number> & {
-      tied_users: [string, number][];
-      tied_ids: string[];
-      tied_from: string | null;
-      tied_to: string | null;
-    }
+    Record<string, number> & { tied_users: [string, number][]; tied: [string, number, number][] }
   >(
     `SELECT ${counts.join(', ')},
        groupArrayIf((u_uid, u_reach), u_tied) AS tied_users,
-       arrayFlatten(groupArrayIf(u_tied_ids, u_tied)) AS tied_ids,
-       minIf(u_from, u_tied) AS tied_from, maxIf(u_to, u_tied) AS tied_to
+       arrayFlatten(groupArrayIf(u_tied_sessions, u_tied)) AS tied
      FROM (
        SELECT s_user, any(s_uid) AS u_uid, max(f_tied) AS u_tied, maxIf(reach, NOT f_tied) AS u_reach,
-         groupArrayIf(toString(session_id), f_tied) AS u_tied_ids,
-         minIf(f_from, f_tied) AS u_from, maxIf(f_to, f_tied) AS u_to, ${perVisitor.join(', ')}
-       FROM (${walkedSessions(p, siteId, common, steps)})
+         groupArrayIf((toString(session_id), f_from, f_to), f_tied) AS u_tied_sessions, ${perVisitor.join(', ')}
+       FROM (${walked(p)})
        GROUP BY s_user)`,
     p.values,
   );
-  const tiedIds = row?.tied_ids ?? [];
   return {
     sessions: steps.map((_, k) => Number(row?.[`s${k}`] ?? 0)),
     visitors: steps.map((_, k) => Number(row?.[`v${k}`] ?? 0)),
     tiedUsers: (row?.tied_users ?? []).map(([id, reach]) => [id, Number(reach)]),
-    tiedIds,
-    tiedFrom: tiedIds.length > 0 ? (row?.tied_from ?? null) : null,
-    tiedTo: tiedIds.length > 0 ? (row?.tied_to ?? null) : null,
+    tied: sessionsAt(row?.tied ?? []),
   };
 }
 
-/** The steps reached by the given sessions (listed, within the bounds of their rows), walked in exact event order. */
+/** The steps reached by the given sessions (within the bounds of their step events), walked in exact event order. */
 function exactlyWalked(
   ch: ClickHouse,
   siteId: number,
   common: CommonParams,
   steps: FunnelStep[],
-  only: { ids: string[]; from: string; to: string },
-): Promise<{ s_uid: string; reach: number }[]> {
+  sessions: TiedSession[],
+): Promise<{ s_id: string; s_uid: string; reach: number }[]> {
   const p = new Params();
-  const bounds = [
-    `session_id IN ${p.bind('Array(UUID)', only.ids)}`,
-    `timestamp >= ${p.bind("DateTime64(3, 'UTC')", only.from)}`,
-    `timestamp <= ${p.bind("DateTime64(3, 'UTC')", only.to)}`,
-  ];
-  const sessions = funnelSessions(p, siteId, common, steps, ['any(user_id) AS s_uid'], false, bounds);
-  return ch.query<{ s_uid: string; reach: number }>(`SELECT s_uid, reach FROM (${sessions})`, p.values);
+  const walked = funnelSessions(
+    p,
+    siteId,
+    common,
+    steps,
+    ['toString(session_id) AS s_id', `toString(${userKey('any(user_id)')}) AS s_uid`],
+    false,
+    [sessionsWithin(p, sessions)],
+  );
+  return ch.query<{ s_id: string; s_uid: string; reach: number }>(
+    `SELECT s_id, s_uid, reach FROM (${walked})`,
+    p.values,
+  );
 }
 
 /** Sessions and visitors reaching each step, every session walked in exact event order. */
@@ -233,18 +308,21 @@ export async function analyzeFunnel(
   steps: FunnelStep[],
   maxTied = MAX_TIED_SESSIONS,
 ): Promise<FunnelStepResult[]> {
-  const walked = await walkTotals(ch, siteId, common, steps);
+  const walked =
+    rollupApplies(ch, common) && walksPaths(steps)
+      ? await readRollup(
+          ch,
+          (settled) => walkTotals(ch, steps, (p) => pathWalked(p, siteId, common, steps, settled)),
+          'session_paths',
+        )
+      : await walkTotals(ch, steps, (p) => walkedSessions(p, siteId, common, steps));
   const reached = [...walked.sessions];
   const visitors = [...walked.visitors];
-  if (walked.tiedIds.length > 0) {
-    if (walked.tiedIds.length > maxTied) {
+  if (walked.tied.length > 0) {
+    if (walked.tied.length > maxTied) {
       return stepResults(steps, await exactTotals(ch, siteId, common, steps));
     }
-    const exact = await exactlyWalked(ch, siteId, common, steps, {
-      ids: walked.tiedIds,
-      from: walked.tiedFrom!,
-      to: walked.tiedTo!,
-    });
+    const exact = await exactlyWalked(ch, siteId, common, steps, walked.tied);
     // A tied visitor reaches the furthest of their other sessions and their tied ones.
     const furthest = new Map(walked.tiedUsers);
     for (const s of exact) {
@@ -280,14 +358,48 @@ function stepResults(
 /**
  * The sessions that reached step `stepNumber` (`reached`), or reached the step before it and not
  * it (`dropped`), as the sessions list answers them: newest start first, ties by id, fields over
- * the session's events in range.
+ * the session's events in range. Unfiltered, from `session_paths`, the list read `spare` sessions past
+ * the page (room for tied sessions that drop out).
  */
-export async function funnelStepSessions(
+export function funnelStepSessions(
   ch: ClickHouse,
   siteId: number,
   common: CommonParams,
   steps: FunnelStep[],
-  select: { stepNumber: number; mode: 'reached' | 'dropped'; limit: number; offset: number },
+  select: StepSelection,
+  spare = SPARE_SESSIONS,
+): Promise<{ data: TrafficSession[]; totalCount: number }> {
+  return rollupApplies(ch, common) && walksPaths(steps)
+    ? readRollup(
+        ch,
+        (settled) => keyedStepSessions(ch, siteId, common, steps, select, settled, spare),
+        'session_paths',
+      )
+    : eventStepSessions(ch, siteId, common, steps, select);
+}
+
+/** Which sessions of a funnel step, and which page of them. */
+interface StepSelection {
+  stepNumber: number;
+  mode: 'reached' | 'dropped';
+  limit: number;
+  offset: number;
+}
+
+/** Whether a session reaching `reach` steps is selected. */
+const isPicked = (select: StepSelection, reach: number) =>
+  select.mode === 'reached' ? reach >= select.stepNumber : reach + 1 === select.stepNumber;
+
+/** Selected sessions ranked past the page, for the tied sessions among them that are not selected. */
+const SPARE_SESSIONS = 50;
+
+/** `funnelStepSessions` from the events: one GROUP BY session over every event of the range. */
+async function eventStepSessions(
+  ch: ClickHouse,
+  siteId: number,
+  common: CommonParams,
+  steps: FunnelStep[],
+  select: StepSelection,
 ): Promise<{ data: TrafficSession[]; totalCount: number }> {
   const rank = (limit: number, offset: number) => {
     const p = new Params();
@@ -311,16 +423,132 @@ export async function funnelStepSessions(
   };
   const { rows: ranked, totals } = await rankedPage(rank, select);
   const totalCount = Number(totals?.s_total ?? 0);
-  if (ranked.length === 0) return { data: [], totalCount };
+  return {
+    data: await sessionsById(
+      ch,
+      siteId,
+      common,
+      ranked.map((r) => r.s_id),
+    ),
+    totalCount,
+  };
+}
 
+/** The sessions listed (in that order), as the sessions list answers them; `within` narrows the events read. */
+async function sessionsById(
+  ch: ClickHouse,
+  siteId: number,
+  common: CommonParams,
+  ids: string[],
+  within?: (p: Params) => string,
+): Promise<TrafficSession[]> {
+  if (ids.length === 0) return [];
   const p = new Params();
-  const ids = ranked.map((r) => r.s_id);
   const rows = await ch.query<SessionRow>(
     `SELECT ${SESSION_FIELDS} FROM events
-     WHERE ${rangeCondition(p, siteId, common)} AND session_id IN ${p.bind('Array(UUID)', ids)}
+     WHERE ${rangeCondition(p, siteId, common)} AND session_id IN ${p.bind('Array(UUID)', ids)}${within ? ` AND ${within(p)}` : ''}
      GROUP BY session_id`,
     p.values,
   );
   const byId = new Map(rows.map((r) => [r.s_session_id, toSession(r)]));
-  return { data: ids.flatMap((id) => byId.get(id) ?? []), totalCount };
+  return ids.flatMap((id) => byId.get(id) ?? []);
+}
+
+/**
+ * The first events in range of the sessions that began before it (their start in range is not
+ * their first event's time), as milliseconds by session id.
+ */
+async function startsInRange(
+  ch: ClickHouse,
+  siteId: number,
+  common: CommonParams,
+  settled: Settled | undefined,
+): Promise<{ ids: string[]; starts: number[] }> {
+  const p = new Params();
+  const { from } = rangeBounds(p, common);
+  if (!from) return { ids: [], starts: [] };
+  const rows = pathRows(p, siteId, common, () => 'session_id, session_start, session_end', settled);
+  const [edge] = await ch.query<{ ids: string[]; until: string | null }>(
+    `SELECT groupArray(toString(session_id)) AS ids, toString(max(session_end)) AS until
+     FROM (${rows}) WHERE session_start < ${from}`,
+    p.values,
+  );
+  if (!edge || edge.ids.length === 0) return { ids: [], starts: [] };
+  const q = new Params();
+  const firsts = await ch.query<{ id: string; start: number }>(
+    `SELECT toString(session_id) AS id, toUnixTimestamp64Milli(min(timestamp)) AS start FROM events
+     WHERE ${rangeCondition(q, siteId, common)} AND session_id IN ${q.bind('Array(UUID)', edge.ids)}
+       AND timestamp <= ${q.bind("DateTime64(3, 'UTC')", edge.until)}
+     GROUP BY session_id`,
+    q.values,
+  );
+  return { ids: firsts.map((r) => r.id), starts: firsts.map((r) => Number(r.start)) };
+}
+
+/**
+ * `funnelStepSessions` from `session_paths`, unfiltered: one pass walks every session's keys and
+ * returns the count of selected sessions that are not tied, every tied session (see
+ * `pathWalked`) and the first selected-or-tied sessions in the list's order, past the page by
+ * `spare`; the tied ones are walked again from their events, and those not selected
+ * dropped from the list. Should more than the spare drop out before the page is full, the pass
+ * runs again with room for all of them. A session's start is its first event in range: its first
+ * event overall unless it began before the range.
+ */
+async function keyedStepSessions(
+  ch: ClickHouse,
+  siteId: number,
+  common: CommonParams,
+  steps: FunnelStep[],
+  select: StepSelection,
+  settled: Settled | undefined,
+  spare: number,
+): Promise<{ data: TrafficSession[]; totalCount: number }> {
+  const before = await startsInRange(ch, siteId, common, settled);
+  const pass = async (size: number) => {
+    const p = new Params();
+    const k = p.bind('UInt8', select.stepNumber);
+    const picked = select.mode === 'reached' ? `reach >= ${k}` : `reach + 1 = ${k}`;
+    const { from } = rangeBounds(p, common);
+    const start = from
+      ? `if(session_start >= ${from}, toUnixTimestamp64Milli(session_start),
+           arrayElement(${p.bind('Array(Int64)', before.starts)}, indexOf(${p.bind('Array(String)', before.ids)}, toString(session_id))))`
+      : 'toUnixTimestamp64Milli(session_start)';
+    const walked = pathWalked(p, siteId, common, steps, settled, [[start, 's_start']]);
+    const [row] = await ch.query<{ untied: number; tied: [string, number, number][]; head: string[] }>(
+      `SELECT countIf(NOT f_tied AND ${picked}) AS untied,
+         groupArrayIf((toString(session_id), f_from, f_to), f_tied) AS tied,
+         arrayMap(x -> toString(x), groupArraySortedIf(${p.bind('UInt32', size)})(${listOrder('s_start')}, f_tied OR ${picked})) AS head
+       FROM (${walked})`,
+      p.values,
+    );
+    return { untied: Number(row!.untied), tied: row!.tied, head: row!.head.map(listed) };
+  };
+  const want = select.offset + select.limit;
+  let result = await pass(want + spare);
+  const tied = sessionsAt(result.tied);
+  if (tied.length > MAX_TIED_SESSIONS) return eventStepSessions(ch, siteId, common, steps, select);
+  const tiedIds = new Set(tied.map((t) => t.id));
+  const pickedTied = new Set(
+    tied.length === 0
+      ? []
+      : (await exactlyWalked(ch, siteId, common, steps, tied))
+          .filter((r) => isPicked(select, Number(r.reach)))
+          .map((r) => r.s_id),
+  );
+  const keep = (head: typeof result.head) => head.filter((s) => !tiedIds.has(s.id) || pickedTied.has(s.id));
+  let kept = keep(result.head);
+  if (kept.length < want && result.head.length === want + spare) {
+    result = await pass(want + tied.length);
+    kept = keep(result.head);
+  }
+  const page = kept.slice(select.offset, want);
+  const earliest = page.reduce((a, s) => Math.min(a, s.start), Number.POSITIVE_INFINITY);
+  const data = await sessionsById(
+    ch,
+    siteId,
+    common,
+    page.map((s) => s.id),
+    (p) => `timestamp >= fromUnixTimestamp64Milli(${p.bind('Int64', earliest)}, 'UTC')`,
+  );
+  return { data, totalCount: Number(result.untied) + pickedTied.size };
 }
