@@ -1,5 +1,5 @@
 import type { ClickHouse } from '../../client';
-import { type CommonParams, nextDay, Params, rangeCondition, whereClause } from '../builder';
+import { type CommonParams, nextDay, Params, whereClause } from '../builder';
 import {
   SESSION_TOTAL_AGGREGATES,
   SESSION_TOTAL_COLUMNS,
@@ -7,7 +7,8 @@ import {
   sessionAverages,
   type TrafficSummary,
 } from './overview';
-import { readRollup, rollupApplies, rollupSessionRows, type Settled, userKey } from './rollup';
+import { keyInRange, keyMs, pathRows } from './paths';
+import { readRollup, rollupApplies, rollupSessionRows, type Settled } from './rollup';
 import { countedSessions, daysBetween, isoFromSeconds } from './shared';
 
 export const BUCKETS = ['minute', 'five_minutes', 'fifteen_minutes', 'hour', 'day', 'week', 'month'] as const;
@@ -85,12 +86,12 @@ export async function overviewBucketed(
   let starts = closed ? await listBuckets(ch, common, bucket) : undefined;
   if (starts && starts.length > MAX_BUCKETS) return { ok: false };
 
-  // Measured at 10 M events (docs/benchmarks.md): day buckets 2× faster from the rollup; hour
-  // buckets no faster (one session in eight spans two hours and is read from its events).
-  const { events, sessions } =
-    rollupApplies(ch, common) && !isSubDay(bucket)
-      ? await readRollup(ch, (settled) => rollupBuckets(ch, siteId, common, bucket, settled))
-      : await scannedBuckets(ch, siteId, common, bucket);
+  // Measured at 10 M events (docs/benchmarks.md): day buckets 2× faster from the rollups, hour
+  // buckets too now that the sessions spanning buckets (one in eight for hours) are taken apart
+  // from their keys in `session_paths` rather than their events.
+  const { events, sessions } = rollupApplies(ch, common)
+    ? await readRollup(ch, (settled) => rollupBuckets(ch, siteId, common, bucket, settled))
+    : await scannedBuckets(ch, siteId, common, bucket);
 
   if (!starts) {
     starts = await listBuckets(
@@ -153,10 +154,10 @@ async function scannedBuckets(
 }
 
 /**
- * BucketCounts of an unfiltered range from the session rollup (rollup.ts): a session counts in
+ * BucketCounts of an unfiltered range from the session rollups (rollup.ts): a session counts in
  * the bucket of its start; its pageviews and visitor count there too when it ends in the same
- * bucket. Only the sessions spanning buckets are taken apart into their events (visitors are
- * told apart by their 64-bit keys, rollup.ts).
+ * bucket. Only the sessions spanning buckets are taken apart, into their keys in
+ * `session_paths` (visitors are told apart by their 64-bit keys, rollup.ts).
  */
 async function rollupBuckets(
   ch: ClickHouse,
@@ -176,18 +177,41 @@ async function rollupBuckets(
   );
   const tz = p.bind('String', common.timeZone);
   const at = (t: string) => `toUnixTimestamp(${BUCKET_START[bucket](t, tz)})`;
+  // The sessions spanning buckets, from their keys in `session_paths` (every event is one, with
+  // its time): the buckets they have events in, and their pageviews in each.
+  const spanning = (settledPaths: Settled | undefined) => {
+    const inRange = keyInRange(p, common);
+    const bucketOf = (key: string) => at(`fromUnixTimestamp64Milli(toInt64(${keyMs(key)}), 'UTC')`);
+    const keyed = pathRows(
+      p,
+      siteId,
+      common,
+      () => 'user_key, page_keys, event_keys, other_keys',
+      settledPaths,
+      `${at('session_start')} != ${at('session_end')}`,
+    );
+    return `SELECT b, k, countEqual(c_pages, b) AS pv FROM (
+        SELECT user_key AS k,
+          arrayMap(x -> ${bucketOf('x')}, arrayFilter(x -> ${inRange('x')}, arrayConcat(page_keys, event_keys, other_keys))) AS c_all,
+          arrayMap(x -> ${bucketOf('x')}, arrayFilter(x -> ${inRange('x')}, page_keys)) AS c_pages
+        FROM (${keyed})
+        WHERE length(c_all) > 0 AND arrayMin(c_all) != arrayMax(c_all))
+      ARRAY JOIN arrayDistinct(c_all) AS b`;
+  };
   const [events, sessions] = await Promise.all([
-    ch.query<EventRow>(
-      `SELECT b, sum(pv) AS pageviews, uniqExact(k) AS users FROM (
-         SELECT ${at('s_start')} AS b, s_user_key AS k, s_pageviews AS pv
-         FROM (${rows}) WHERE ${at('s_start')} = ${at('s_end')}
-         UNION ALL
-         SELECT ${at('timestamp')} AS b, ${userKey('user_id')} AS k, toUInt64(type = 'pageview') AS pv
-         FROM events
-         WHERE ${rangeCondition(p, siteId, common)}
-           AND session_id IN (SELECT session_id FROM (${rows}) WHERE ${at('s_start')} != ${at('s_end')}))
-       GROUP BY b`,
-      p.values,
+    readRollup(
+      ch,
+      (settledPaths) =>
+        ch.query<EventRow>(
+          `SELECT b, sum(pv) AS pageviews, uniqExact(k) AS users FROM (
+             SELECT ${at('s_start')} AS b, s_user_key AS k, s_pageviews AS pv
+             FROM (${rows}) WHERE ${at('s_start')} = ${at('s_end')}
+             UNION ALL
+             ${spanning(settledPaths)})
+           GROUP BY b`,
+          p.values,
+        ),
+      'session_paths',
     ),
     ch.query<SessionTotals & { b: number }>(
       `SELECT ${at('s_start')} AS b, ${SESSION_TOTAL_AGGREGATES} FROM (${rows}) GROUP BY b`,

@@ -46,14 +46,20 @@ export function matchesFilters(p: Params, siteId: number, common: CommonParams):
  * One row per counted session of the range (SPEC 13): its events in range grouped, filters not
  * applied, and the session kept when at least one of them matches every filter. Columns are
  * aggregates over those events; their aliases must not be column names (an alias would shadow
- * the column inside the filter conditions).
+ * the column inside the filter conditions). `extra` narrows the events read (some sessions).
  */
-export function countedSessions(p: Params, siteId: number, common: CommonParams, columns: string[]): string {
+export function countedSessions(
+  p: Params,
+  siteId: number,
+  common: CommonParams,
+  columns: string[],
+  extra?: string,
+): string {
   const filtered = common.filters.length > 0;
   const select = ['session_id', ...columns].join(',\n    ');
   return `SELECT ${select}
   FROM events
-  WHERE ${rangeCondition(p, siteId, common)}
+  WHERE ${rangeCondition(p, siteId, common)}${extra ? ` AND ${extra}` : ''}
   GROUP BY session_id${filtered ? `\n  HAVING max(${matchesFilters(p, siteId, common)})` : ''}`;
 }
 
@@ -92,3 +98,24 @@ export function addDays(date: string, days: number): string {
 /** Calendar days from `start` to `end`, both included. */
 export const daysBetween = (start: string, end: string) =>
   Math.round((Date.parse(`${end}T00:00:00Z`) - Date.parse(`${start}T00:00:00Z`)) / 86_400_000) + 1;
+
+/** Latest milliseconds a session start may have in `listOrder` (2^48 - 1: the year 10889). */
+const LAST_MS = 2n ** 48n - 1n;
+
+/**
+ * The sessions list's order (newest start first, ties by id as text) as one 256-bit number per
+ * session, ascending: milliseconds before LAST_MS, then the id's 16 bytes as written. A number
+ * sorts much faster than a tuple. `startMs` is the session's start in milliseconds.
+ */
+export const listOrder = (startMs: string) =>
+  `bitShiftLeft(toUInt256(${LAST_MS} - ${startMs}), 128) + toUInt256(reinterpretAsUInt128(reverse(UUIDToNum(session_id))))`;
+
+/** A session's id and start (milliseconds) from its `listOrder` number (as text). */
+export function listed(order: string): { id: string; start: number } {
+  const n = BigInt(order);
+  const hex = (n & (2n ** 128n - 1n)).toString(16).padStart(32, '0');
+  return {
+    id: `${hex.slice(0, 8)}-${hex.slice(8, 12)}-${hex.slice(12, 16)}-${hex.slice(16, 20)}-${hex.slice(20)}`,
+    start: Number(LAST_MS - (n >> 128n)),
+  };
+}
