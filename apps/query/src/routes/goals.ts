@@ -12,6 +12,7 @@ import {
 import { toCommon } from '../common';
 import { type QueryContext, router } from '../context';
 import { errors, goalParams, intParam, json, siteIdParam, withCommon } from '../schemas';
+import { pageOf } from './analytics/schemas';
 
 const goalBody = z
   .strictObject({
@@ -205,8 +206,7 @@ export function goalRoutes(ctx: QueryContext) {
       if (!goal) throw new ApiError('GOAL_NOT_FOUND', 'Goal not found');
       const q = c.req.valid('query');
       const data = await goalSessions(ctx.ch, site.siteId, toCommon(q), definition(goal), {
-        limit: q.limit,
-        offset: (q.page - 1) * q.limit,
+        ...pageOf(q),
       });
       return c.json({ data }, 200);
     },

@@ -3,7 +3,7 @@ import { AUTOCAPTURE_READ_TYPES, autocaptureEvents, autocaptureValues } from '@t
 import { toCommon } from '../../common';
 import { type QueryContext, router } from '../../context';
 import { errors, intParam, json, siteIdParam, withCommon } from '../../schemas';
-import { MAX_PAGE } from './schemas';
+import { paged, pageOf } from './schemas';
 
 const autocaptureItemSchema = z
   .object({ value: z.string(), count: z.number(), sessionCount: z.number(), lastOccurred: z.string() })
@@ -22,8 +22,7 @@ export function autocaptureRoutes(ctx: QueryContext) {
         params: siteIdParam,
         query: withCommon({
           type: z.enum(AUTOCAPTURE_READ_TYPES),
-          limit: intParam(10, 1, 1000),
-          page: intParam(1, 1, MAX_PAGE),
+          ...paged(10, 1000),
         }),
       },
       responses: {
@@ -38,8 +37,7 @@ export function autocaptureRoutes(ctx: QueryContext) {
       const { site } = await ctx.auth.site(c, c.req.valid('param').siteId, 'read');
       const q = c.req.valid('query');
       const data = await autocaptureEvents(ctx.ch, site.siteId, toCommon(q), q.type, {
-        limit: q.limit,
-        offset: (q.page - 1) * q.limit,
+        ...pageOf(q),
       });
       return c.json({ data }, 200);
     },

@@ -2,8 +2,8 @@ import { createRoute, z } from '@hono/zod-openapi';
 import { errorBucketed, errorEvents, errorNames } from '@trackhouse/clickhouse';
 import { toCommon } from '../../common';
 import { type QueryContext, router } from '../../context';
-import { errors, intParam, json, siteIdParam, withCommon } from '../../schemas';
-import { bucketedQuery, MAX_PAGE, tooManyBuckets } from './schemas';
+import { errors, json, siteIdParam, withCommon } from '../../schemas';
+import { bucketedQuery, paged, pageOf, tooManyBuckets } from './schemas';
 
 /** The error name asked for (an event name is 1..256 characters at ingest). */
 const errorMessage = z
@@ -60,7 +60,7 @@ export function errorRoutes(ctx: QueryContext) {
       summary: 'Error names ranked by occurrences, with the sessions they happened in',
       request: {
         params: siteIdParam,
-        query: withCommon({ limit: intParam(10, 1, 1000), page: intParam(1, 1, MAX_PAGE) }),
+        query: withCommon(paged(10, 1000)),
       },
       responses: {
         200: json(
@@ -74,8 +74,7 @@ export function errorRoutes(ctx: QueryContext) {
       const { site } = await ctx.auth.site(c, c.req.valid('param').siteId, 'read');
       const q = c.req.valid('query');
       const data = await errorNames(ctx.ch, site.siteId, toCommon(q), {
-        limit: q.limit,
-        offset: (q.page - 1) * q.limit,
+        ...pageOf(q),
       });
       return c.json({ data }, 200);
     },
@@ -90,8 +89,7 @@ export function errorRoutes(ctx: QueryContext) {
         params: siteIdParam,
         query: withCommon({
           errorMessage,
-          limit: intParam(20, 1, 100),
-          page: intParam(1, 1, MAX_PAGE),
+          ...paged(20, 100),
         }),
       },
       responses: {
@@ -106,8 +104,7 @@ export function errorRoutes(ctx: QueryContext) {
       const { site } = await ctx.auth.site(c, c.req.valid('param').siteId, 'read');
       const q = c.req.valid('query');
       const data = await errorEvents(ctx.ch, site.siteId, toCommon(q), q.errorMessage, {
-        limit: q.limit,
-        offset: (q.page - 1) * q.limit,
+        ...pageOf(q),
       });
       return c.json({ data }, 200);
     },

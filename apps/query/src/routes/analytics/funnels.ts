@@ -10,8 +10,8 @@ import {
 } from '@trackhouse/postgres';
 import { toCommon } from '../../common';
 import { type QueryContext, router } from '../../context';
-import { errors, intParam, json, siteIdParam, withCommon } from '../../schemas';
-import { invalidParam, MAX_PAGE, trafficSessionSchema } from './schemas';
+import { errors, json, siteIdParam, withCommon } from '../../schemas';
+import { invalidParam, paged, pageOf, trafficSessionSchema } from './schemas';
 
 /** A step as goals define theirs: a page pattern, or a custom event with an optional property. */
 const stepSchema = z
@@ -135,8 +135,7 @@ export function funnelRoutes(ctx: QueryContext) {
         params: stepParams,
         query: withCommon({
           mode: z.enum(['reached', 'dropped']).optional().openapi({ description: 'or in the body' }),
-          page: intParam(1, 1, MAX_PAGE),
-          limit: intParam(25, 1, 100),
+          ...paged(25, 100),
         }),
         ...body(
           z
@@ -167,8 +166,7 @@ export function funnelRoutes(ctx: QueryContext) {
       const result = await funnelStepSessions(ctx.ch, site.siteId, toCommon(q), steps(b.steps), {
         stepNumber,
         mode,
-        limit: q.limit,
-        offset: (q.page - 1) * q.limit,
+        ...pageOf(q),
       });
       return c.json(result, 200);
     },

@@ -2,8 +2,8 @@ import { createRoute, z } from '@hono/zod-openapi';
 import { METRIC_PARAMETERS, metric } from '@trackhouse/clickhouse';
 import { toCommon } from '../../common';
 import { type QueryContext, router } from '../../context';
-import { errors, intParam, json, siteIdParam, withCommon } from '../../schemas';
-import { MAX_PAGE, metricItemSchema } from './schemas';
+import { errors, json, siteIdParam, withCommon } from '../../schemas';
+import { metricItemSchema, paged, pageOf } from './schemas';
 
 export function metricRoutes(ctx: QueryContext) {
   const app = router();
@@ -17,8 +17,7 @@ export function metricRoutes(ctx: QueryContext) {
         params: siteIdParam,
         query: withCommon({
           parameter: z.enum(METRIC_PARAMETERS),
-          limit: intParam(10, 1, 1000),
-          page: intParam(1, 1, MAX_PAGE),
+          ...paged(10, 1000),
         }),
       },
       responses: {
@@ -33,8 +32,7 @@ export function metricRoutes(ctx: QueryContext) {
       const { site } = await ctx.auth.site(c, c.req.valid('param').siteId, 'read');
       const q = c.req.valid('query');
       const data = await metric(ctx.ch, site.siteId, toCommon(q), q.parameter, {
-        limit: q.limit,
-        offset: (q.page - 1) * q.limit,
+        ...pageOf(q),
       });
       return c.json({ data }, 200);
     },

@@ -9,8 +9,8 @@ import {
 } from '@trackhouse/clickhouse';
 import { toCommon } from '../../common';
 import { type QueryContext, router } from '../../context';
-import { errors, intParam, json, siteIdParam, withCommon } from '../../schemas';
-import { bucketedQuery, MAX_PAGE, tooManyBuckets } from './schemas';
+import { errors, json, siteIdParam, withCommon } from '../../schemas';
+import { bucketedQuery, paged, pageOf, tooManyBuckets } from './schemas';
 
 const rating = z.enum(['good', 'needs-improvement', 'poor']).nullable();
 
@@ -102,8 +102,7 @@ export function performanceRoutes(ctx: QueryContext) {
         params: siteIdParam,
         query: withCommon({
           dimension: z.enum(PERFORMANCE_DIMENSIONS),
-          limit: intParam(10, 1, 1000),
-          page: intParam(1, 1, MAX_PAGE),
+          ...paged(10, 1000),
         }),
       },
       responses: {
@@ -120,8 +119,7 @@ export function performanceRoutes(ctx: QueryContext) {
       const { site } = await ctx.auth.site(c, c.req.valid('param').siteId, 'read');
       const q = c.req.valid('query');
       const data = await performanceByDimension(ctx.ch, site.siteId, toCommon(q), q.dimension, {
-        limit: q.limit,
-        offset: (q.page - 1) * q.limit,
+        ...pageOf(q),
       });
       return c.json({ data }, 200);
     },

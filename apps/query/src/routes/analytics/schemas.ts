@@ -1,10 +1,22 @@
 import { z } from '@hono/zod-openapi';
 import { BUCKETS, type Bucket, isSubDay, MAX_BUCKETS } from '@trackhouse/clickhouse';
 import { ApiError } from '@trackhouse/core';
-import { siteIdParam, withCommon } from '../../schemas';
+import { intParam, siteIdParam, withCommon } from '../../schemas';
 
 /** Deepest page of a ranked list: deeper reads go through a narrower range or filters. */
 export const MAX_PAGE = 1000;
+
+/** Query fields of a page of a ranked list: `limit` (default and most as given), 1-based `page`. */
+export const paged = (limit: number, most: number) => ({
+  limit: intParam(limit, 1, most),
+  page: intParam(1, 1, MAX_PAGE),
+});
+
+/** The rows a `paged` query asks for. */
+export const pageOf = (q: { limit: number; page: number }) => ({
+  limit: q.limit,
+  offset: (q.page - 1) * q.limit,
+});
 
 /** An exact path segment (ids are matched as given, never parsed). */
 export const pathText = (name: string) =>

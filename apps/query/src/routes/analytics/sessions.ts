@@ -5,7 +5,7 @@ import { toCommon } from '../../common';
 import { type QueryContext, router } from '../../context';
 import { errors, intParam, json, siteIdParam, withCommon } from '../../schemas';
 import { eventSchema } from '../events';
-import { MAX_PAGE, sessionParams, trafficSessionSchema } from './schemas';
+import { paged, pageOf, sessionParams, trafficSessionSchema } from './schemas';
 
 /** Deepest offset into one session's events. */
 const MAX_EVENT_OFFSET = 100_000;
@@ -21,8 +21,7 @@ export function sessionRoutes(ctx: QueryContext) {
       request: {
         params: siteIdParam,
         query: withCommon({
-          page: intParam(1, 1, MAX_PAGE),
-          limit: intParam(25, 1, 100),
+          ...paged(25, 100),
           user_id: z.string().min(1).max(255).optional(),
         }),
       },
@@ -38,8 +37,7 @@ export function sessionRoutes(ctx: QueryContext) {
       const { site } = await ctx.auth.site(c, c.req.valid('param').siteId, 'read');
       const q = c.req.valid('query');
       const result = await listSessions(ctx.ch, site.siteId, toCommon(q), {
-        limit: q.limit,
-        offset: (q.page - 1) * q.limit,
+        ...pageOf(q),
         ...(q.user_id === undefined ? {} : { userId: q.user_id }),
       });
       return c.json(result, 200);

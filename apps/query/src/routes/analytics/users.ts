@@ -3,8 +3,8 @@ import { getUser, listUsers, USER_SORTS, type UserSearch } from '@trackhouse/cli
 import { ApiError } from '@trackhouse/core';
 import { toCommon } from '../../common';
 import { type QueryContext, router } from '../../context';
-import { errors, intParam, json, siteIdParam, withCommon } from '../../schemas';
-import { invalidParam, listedUserSchema, MAX_PAGE, trafficUserSchema, userParams } from './schemas';
+import { errors, json, siteIdParam, withCommon } from '../../schemas';
+import { invalidParam, listedUserSchema, paged, pageOf, trafficUserSchema, userParams } from './schemas';
 
 /** A merged profile: trait -> its latest value, parsed back from JSON. */
 export const traitsSchema = z
@@ -33,8 +33,7 @@ export function userRoutes(ctx: QueryContext) {
       request: {
         params: siteIdParam,
         query: withCommon({
-          page: intParam(1, 1, MAX_PAGE),
-          limit: intParam(25, 1, 100),
+          ...paged(25, 100),
           sort: z.enum(USER_SORTS).default('last_seen'),
           order: z.enum(['asc', 'desc']).default('desc'),
           trait_key: searchText('With trait_value: only users whose profile has this trait'),
@@ -76,8 +75,7 @@ export function userRoutes(ctx: QueryContext) {
         site.siteId,
         toCommon(q),
         {
-          limit: q.limit,
-          offset: (q.page - 1) * q.limit,
+          ...pageOf(q),
           sort: q.sort,
           order: q.order,
           profiles: role !== undefined,
