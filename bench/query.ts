@@ -72,7 +72,9 @@ async function measureExport(url: string, headers: Record<string, string>, pid: 
     if (res.status !== 200 || !res.body) throw new Error(`export: HTTP ${res.status}`);
     for await (const chunk of res.body) {
       bytes += chunk.length;
-      for (let i = 0; i < chunk.length; i++) if (chunk[i] === 10) lines++;
+      // Native search for each newline: a byte loop here was the slowest part of the run.
+      const buf = Buffer.from(chunk.buffer, chunk.byteOffset, chunk.length);
+      for (let i = buf.indexOf(10); i !== -1; i = buf.indexOf(10, i + 1)) lines++;
     }
   } finally {
     clearInterval(sampler);

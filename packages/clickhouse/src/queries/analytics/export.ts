@@ -90,10 +90,14 @@ export function exportEvents(
   const p = new Params();
   const select = format === 'csv' ? csvColumns(p) : ndjsonLine();
   // Output names equal column names; the setting keeps WHERE and ORDER BY on the columns.
+  // Read in order by one thread, without buffering ahead of the merge of the parts: about half
+  // the memory of the default (which buffers blocks of every part on every thread), and no
+  // slower, since the merge of the parts in order runs on one thread anyway.
   const sql = `SELECT ${select} FROM events
     WHERE ${whereClause(p, siteId, common)}
     ORDER BY timestamp, event_id
     SETTINGS prefer_column_name_to_alias = 1, optimize_read_in_order = 1,
+      read_in_order_use_buffering = 0, max_threads = 1,
       output_format_json_escape_forward_slashes = 0`;
   return ch.stream(sql, p.values, format === 'csv' ? 'CSVWithNames' : 'TabSeparatedRaw');
 }
