@@ -8,6 +8,7 @@ import {
   MAX_LISTED_SESSIONS,
   pathHash,
   pathRows,
+  type SessionSpan,
   sessionsAt,
   sessionsWithin,
 } from './paths';
@@ -195,20 +196,13 @@ function pathWalked(
       WHERE arrayExists(m -> bitTest(m, 0), f_m))`;
 }
 
-/** A session to walk again in exact event order, with the times its step events lie within. */
-interface TiedSession {
-  id: string;
-  from: string;
-  to: string;
-}
-
 interface WalkTotals {
   /** Per step: sessions not tied reaching it, visitors without a tied session reaching it. */
   sessions: number[];
   visitors: number[];
   /** Visitors with a tied session: their key and the furthest step their other sessions reached. */
   tiedUsers: [string, number][];
-  tied: TiedSession[];
+  tied: SessionSpan[];
 }
 
 /**
@@ -253,7 +247,7 @@ function exactlyWalked(
   siteId: number,
   common: CommonParams,
   steps: FunnelStep[],
-  sessions: TiedSession[],
+  sessions: SessionSpan[],
 ): Promise<{ s_id: string; s_uid: string; reach: number }[]> {
   const p = new Params();
   const walked = funnelSessions(

@@ -8,8 +8,10 @@ import {
   keyInRange,
   keyMs,
   MAX_LISTED_SESSIONS,
+  pageNames,
   pathHash,
   pathRows,
+  type SessionSpan,
   sessionsAt,
   sessionsWithin,
 } from './paths';
@@ -45,12 +47,10 @@ const SPARE_JOURNEYS = 200;
  * the start page's paths, and the index in `j_pages` where a session's journey begins.
  */
 function journeyParts(p: Params, siteId: number, opts: JourneyOptions): { with: string; from: string } {
-  const site = p.bind('UInt32', siteId);
-  const names = `(SELECT (groupArray(h), groupArray(path)) FROM (
-      SELECT DISTINCT ${pathHash('pathname')} AS h, pathname AS path FROM site_pages WHERE site_id = ${site})) AS j_names`;
+  const names = pageNames(p, siteId, 'j_names');
   if (opts.startPage === undefined) return { with: names, from: '1' };
   const starts = `(SELECT groupUniqArray(${pathHash('pathname')}) FROM site_pages
-      WHERE site_id = ${site} AND match(pathname, ${p.bind('String', pathPatternRegex(opts.startPage))})) AS j_starts`;
+      WHERE site_id = ${p.bind('UInt32', siteId)} AND match(pathname, ${p.bind('String', pathPatternRegex(opts.startPage))})) AS j_starts`;
   return {
     with: `${names}, ${starts}`,
     from: `arrayFirstIndex(h -> transform(h, j_starts, arrayMap(x -> toUInt8(1), j_starts), toUInt8(0)) = 1, j_pages)`,
@@ -100,13 +100,6 @@ function eventJourneys(
     .then((rows) => rows.map((r) => ({ path: r.j_path, count: Number(r.j_count) })));
 }
 
-/** A session whose pageview keys share a millisecond across paths: its journey is read from its events. */
-interface Tied {
-  id: string;
-  from: string;
-  to: string;
-}
-
 /**
  * Journeys from `session_paths`, up to `limit` of them, and the sessions left out: those where
  * two pageviews of different paths share a millisecond (keys order them by path there, events by
@@ -119,7 +112,7 @@ async function keyedJourneys(
   opts: JourneyOptions,
   limit: number | undefined,
   settled: Settled | undefined,
-): Promise<{ journeys: Counted[]; tied: Tied[] }> {
+): Promise<{ journeys: Counted[]; tied: SessionSpan[] }> {
   const p = new Params();
   const parts = journeyParts(p, siteId, opts);
   const inRange = keyInRange(p, common);

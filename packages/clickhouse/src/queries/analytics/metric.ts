@@ -6,6 +6,7 @@ import {
   keyInRange,
   keyMs,
   MAX_LISTED_SESSIONS,
+  pageNames,
   pathHash,
   pathRows,
   sessionsAt,
@@ -206,9 +207,7 @@ function keyedPageValues(
         'count()',
         'sum(m_pvs)',
       ];
-  return `WITH (SELECT (groupArray(h), groupArray(path)) FROM (
-      SELECT DISTINCT ${pathHash('pathname')} AS h, pathname AS path
-      FROM site_pages WHERE site_id = ${p.bind('UInt32', siteId)})) AS m_names
+  return `WITH ${pageNames(p, siteId, 'm_names')}
     SELECT m_tied AS tied, transform(h, m_names.1, m_names.2, '') AS v, ${counts},
       sumIf(gap, i > 0 AND gap >= 0) AS top_ms, countIf(i > 0 AND gap >= 0) AS top_n,
       sum(if(m_tied, 0, ${sessionsOf})) OVER () AS all_sessions,
@@ -276,6 +275,7 @@ async function keyedMetricRows(
     p.values,
   );
   const tied = sessionsAt(rows.filter((r) => Number(r.tied) === 1).flatMap((r) => r.tied_sessions));
+  if (tied.length > MAX_LISTED_SESSIONS) return undefined;
   const byValue = new Map<string, Row>();
   const totals = {
     all_sessions: Number(rows[0]?.all_sessions ?? 0),
@@ -287,7 +287,6 @@ async function keyedMetricRows(
     else for (const c of ADDITIVE) known[c] += Number(r[c]);
   };
   for (const r of rows) if (Number(r.tied) === 0) add(r);
-  if (tied.length > MAX_LISTED_SESSIONS) return undefined;
   if (tied.length > 0) {
     const q = new Params();
     const within = sessionsWithin(q, tied);

@@ -16,6 +16,15 @@ export const keyHash = (key: string) => `toUInt64(bitAnd(bitShiftRight(${key}, 3
 /** The milliseconds of a key. */
 export const keyMs = (key: string) => `toUInt64(bitShiftRight(${key}, 80))`;
 
+/**
+ * The names of a site's page paths by their hash, as a (hashes, paths) pair named `alias` for a
+ * WITH clause: keys carry hashes, answers name them back.
+ */
+export const pageNames = (p: Params, siteId: number, alias: string) =>
+  `(SELECT (groupArray(h), groupArray(path)) FROM (
+      SELECT DISTINCT ${pathHash('pathname')} AS h, pathname AS path
+      FROM site_pages WHERE site_id = ${p.bind('UInt32', siteId)})) AS ${alias}`;
+
 /** A time as the least key of its millisecond. */
 const keyAt = (time: string) => `bitShiftLeft(toUInt128(toUnixTimestamp64Milli(${time})), 80)`;
 
@@ -55,11 +64,21 @@ export function pathRows(
  */
 export const MAX_LISTED_SESSIONS = 10_000;
 
+/**
+ * A session computed again from its events (its keys share a millisecond where order matters),
+ * with the times of the events to read, as the engine writes them.
+ */
+export interface SessionSpan {
+  id: string;
+  from: string;
+  to: string;
+}
+
 /** Milliseconds as the engine writes a DateTime64(3) in UTC ('YYYY-MM-DD hh:mm:ss.sss'). */
 const engineTime = (ms: number) => new Date(ms).toISOString().replace('T', ' ').replace('Z', '');
 
 /** Sessions for `sessionsWithin`, from (id, first, last milliseconds) as a query returns them. */
-export const sessionsAt = (rows: [string, number | string, number | string][]) =>
+export const sessionsAt = (rows: [string, number | string, number | string][]): SessionSpan[] =>
   rows.map(([id, from, to]) => ({ id, from: engineTime(Number(from)), to: engineTime(Number(to)) }));
 
 /** Byte order of UTF-8 texts, as the engine orders strings. */
@@ -70,7 +89,7 @@ export const byteOrder = (a: string, b: string) => Buffer.compare(Buffer.from(a)
  * the table's sort key skips the rest of the range); more sessions are read by id within the
  * bounds of them all.
  */
-export function sessionsWithin(p: Params, sessions: { id: string; from: string; to: string }[]): string {
+export function sessionsWithin(p: Params, sessions: SessionSpan[]): string {
   const time = (t: string) => p.bind("DateTime64(3, 'UTC')", t);
   if (sessions.length === 0) return '0';
   if (sessions.length <= 32) {
