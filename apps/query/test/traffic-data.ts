@@ -4,7 +4,7 @@ import { uuidv7 } from '@trackhouse/core';
 /**
  * Hand-made events for the traffic analytics tests: sessions crossing local midnights and the
  * DST changes of 2026 (spring and autumn), one-event sessions, sessions without pageviews, error
- * events, an identified visitor on two devices, events sharing a millisecond, values that tie
+ * events, an identified visitor on two devices, two members on one device, events sharing a millisecond, values that tie
  * on count, and text a spreadsheet would run as a formula.
  */
 export function craftedEvents(template: StoredEvent): StoredEvent[] {
@@ -88,6 +88,21 @@ export function craftedEvents(template: StoredEvent): StoredEvent[] {
         [at('2026-03-17T20:03:00Z'), 'outbound', '/account', { identified_user_id: 'member-42' }],
       ],
       { user_id: 'bbbbbbbbbbbbbbbb', country: 'NZ', device_type: 'mobile' },
+    ),
+    // A shared device: signed in as one member, days later as another (the later one is listed).
+    ...session(
+      [
+        [at('2026-03-13T09:00:00Z'), 'pageview', '/login'],
+        [at('2026-03-13T09:02:00Z'), 'pageview', '/account', { identified_user_id: 'member-7' }],
+      ],
+      { user_id: 'cccccccccccccccc' },
+    ),
+    ...session(
+      [
+        [at('2026-03-16T19:00:00Z'), 'pageview', '/account', { identified_user_id: 'member-8' }],
+        [at('2026-03-16T19:05:00Z'), 'pageview', '/logout'],
+      ],
+      { user_id: 'cccccccccccccccc' },
     ),
     // Three pageviews in one millisecond, then a click: time on page depends on event-id order.
     ...session([

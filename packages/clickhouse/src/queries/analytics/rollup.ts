@@ -30,6 +30,9 @@ const attribute = (a: FirstEventAttribute): SessionField => ({
 /** The 64 bits of a visitor id (16 hex digits, SPEC 6) as a number: distinct exactly when the ids are. */
 export const userKey = (id: string) => `reinterpretAsUInt64(reverse(unhex(${id})))`;
 
+/** The visitor id of a `userKey` number (as text): its 16 hex digits, lowercase as ingest writes them. */
+export const userIdOfKey = (key: string) => BigInt(key).toString(16).padStart(16, '0');
+
 export const SESSION_ROW_FIELDS = {
   user_id: { rollup: plain('user_id'), events: `argMin(user_id, ${EVENT_ORDER})` },
   user_key: { rollup: plain('user_key'), events: userKey(`argMin(user_id, ${EVENT_ORDER})`) },
@@ -52,6 +55,16 @@ export const SESSION_ROW_FIELDS = {
   identified_user_id: {
     rollup: element('identified', 'identified_user_id'),
     events: `argMaxIf(identified_user_id, ${EVENT_ORDER}, identified_user_id != '')`,
+  },
+  /**
+   * The session's latest identified id with its place in EVENT_ORDER, as one comparable tuple
+   * (time, event id, id), so the greatest over several sessions is a visitor's latest; an epoch
+   * sentinel with an empty id when it has none (as 0005 stores it).
+   */
+  identified: {
+    rollup: plain('identified'),
+    events: `max(if(identified_user_id != '', (timestamp, event_id, identified_user_id),
+      (toDateTime64(0, 3, 'UTC'), toUUID('00000000-0000-0000-0000-000000000000'), '')))`,
   },
   ...(Object.fromEntries(FIRST_EVENT_ATTRIBUTES.map((a) => [a, attribute(a)])) as Record<
     FirstEventAttribute,

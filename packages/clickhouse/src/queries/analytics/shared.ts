@@ -10,8 +10,9 @@ export const EVENT_ORDER = '(timestamp, event_id)';
  * EVENT_ORDER as one number (milliseconds, then the id's 128 bits, which order as ClickHouse
  * orders UUIDs): a per-session array of these sorts as fast as any array of numbers.
  */
-export const EVENT_ORDER_KEY =
-  'bitShiftLeft(toUInt256(toUnixTimestamp64Milli(timestamp)), 128) + toUInt256(reinterpretAsUInt128(event_id))';
+export const eventOrderKey = (timestamp: string, eventId: string) =>
+  `bitShiftLeft(toUInt256(toUnixTimestamp64Milli(${timestamp})), 128) + toUInt256(reinterpretAsUInt128(${eventId}))`;
+export const EVENT_ORDER_KEY = eventOrderKey('timestamp', 'event_id');
 
 /** Attributes a session takes from its first event in range (SPEC 13). */
 export const SESSION_ATTRIBUTES = [

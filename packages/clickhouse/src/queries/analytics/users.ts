@@ -1,7 +1,8 @@
 import { toIso } from '@trackhouse/core';
 import type { ClickHouse } from '../../client';
 import { type CommonParams, Params, whereClause } from '../builder';
-import { EVENT_ORDER, rankedPage } from './shared';
+import { readRollup, rollupApplies, rollupSessionRows, userIdOfKey } from './rollup';
+import { EVENT_ORDER, eventOrderKey, rankedPage } from './shared';
 import {
   aliasedVisitors,
   currentAliases,
@@ -43,6 +44,19 @@ export interface TrafficUser {
   traits: Traits;
 }
 
+/**
+ * The sort keys over a visitor's counted sessions (the `s_` rows of rollupSessionRows, one per
+ * session): each equals its SORT_EXPRESSIONS over the visitor's events in range (a session has
+ * one visitor).
+ */
+const SESSION_SORT_EXPRESSIONS: Record<UserSort, string> = {
+  last_seen: 'max(s_end)',
+  first_seen: 'min(s_start)',
+  sessions: 'count()',
+  pageviews: 'sum(s_pageviews)',
+  events: 'sum(s_events)',
+};
+
 /** Fields a user takes from their latest event. */
 const LATEST_EVENT_FIELDS = [
   'country',
@@ -54,6 +68,11 @@ const LATEST_EVENT_FIELDS = [
   'language',
 ] as const;
 
+/** The fields of a user's latest event among the grouped ones. */
+const LATEST_EVENT_COLUMNS = LATEST_EVENT_FIELDS.map((f) => `argMax(${f}, ${EVENT_ORDER}) AS u_${f}`).join(
+  ', ',
+);
+
 /** A user's fields over the grouped events (`u_` names: aliases must not shadow columns). */
 const USER_FIELDS = [
   `argMax(user_id, ${EVENT_ORDER}) AS u_user_id`,
@@ -63,9 +82,10 @@ const USER_FIELDS = [
   `${SORT_EXPRESSIONS.events} AS u_events`,
   'toString(min(timestamp)) AS u_first_seen',
   'toString(max(timestamp)) AS u_last_seen',
-  ...LATEST_EVENT_FIELDS.map((f) => `argMax(${f}, ${EVENT_ORDER}) AS u_${f}`),
+  LATEST_EVENT_COLUMNS,
 ].join(',\n  ');
 
+type LatestField = `u_${(typeof LATEST_EVENT_FIELDS)[number]}`;
 type EventFields = Omit<TrafficUser, 'traits'>;
 type UserRow = { [K in keyof EventFields as `u_${K}`]: EventFields[K] };
 
@@ -153,6 +173,9 @@ export async function listUsers(
   page: UserPage,
   search: UserSearch = {},
 ): Promise<{ data: ListedUser[]; totalCount: number }> {
+  if (rollupApplies(ch, common) && searchConditions(new Params(), siteId, search).length === 0) {
+    return listUsersFromSessions(ch, siteId, common, page);
+  }
   const direction = page.order === 'asc' ? 'ASC' : 'DESC';
   const rank = async (limit: number, offset: number) => {
     const p = new Params();
@@ -205,6 +228,73 @@ export async function listUsers(
     const user = byId.get(r.u);
     if (!user) return [];
     const { region: _r, city: _c, language: _l, ...listed } = user;
+    return [listed];
+  });
+  return { totalCount, data: await withProfiles(ch, siteId, users, page.profiles ?? true) };
+}
+
+/**
+ * The unfiltered users list from the session rollup: visitors ranked over their counted
+ * sessions (2–5 times fewer rows than their events), then the listed ones' latest events read
+ * by their exact times (`last_seen`), which the sort key of `events` finds at once.
+ */
+async function listUsersFromSessions(
+  ch: ClickHouse,
+  siteId: number,
+  common: CommonParams,
+  page: UserPage,
+): Promise<{ data: ListedUser[]; totalCount: number }> {
+  const direction = page.order === 'asc' ? 'ASC' : 'DESC';
+  type Ranked = Omit<UserRow, 'u_user_id' | LatestField> & { k: string; total: number };
+  const { rows: ranked, totals } = await readRollup(ch, async (settled) => {
+    const p = new Params();
+    const rows = await rollupSessionRows(
+      ch,
+      p,
+      siteId,
+      common,
+      ['user_key', 'start', 'end', 'pageviews', 'events', 'identified'],
+      settled,
+    );
+    // The latest identified id over the sessions' ones, by their place in EVENT_ORDER: a number
+    // compares far faster than the tuple. Visitor keys order as their ids do (rollup.ts,
+    // userKey), so ties break as on events.
+    const identified = (element: string) => `tupleElement(s_identified, ${element})`;
+    return rankedPage(
+      (limit, offset) =>
+        ch.query<Ranked>(
+          `SELECT toString(s_user_key) AS k, count() OVER () AS total,
+             count() AS u_sessions, sum(s_pageviews) AS u_pageviews, sum(s_events) AS u_events,
+             toString(min(s_start)) AS u_first_seen, toString(max(s_end)) AS u_last_seen,
+             argMaxIf(${identified('3')}, ${eventOrderKey(identified('1'), identified('2'))},
+               ${identified('3')} != '') AS u_identified_user_id
+           FROM (${rows})
+           GROUP BY s_user_key
+           ORDER BY ${SESSION_SORT_EXPRESSIONS[page.sort]} ${direction}, s_user_key ASC
+           LIMIT ${p.bind('UInt32', limit)} OFFSET ${p.bind('UInt32', offset)}`,
+          p.values,
+        ),
+      page,
+    );
+  });
+  const totalCount = totals?.total ?? 0;
+  if (ranked.length === 0) return { data: [], totalCount };
+  const ids = ranked.map((r) => userIdOfKey(r.k));
+  const p = new Params();
+  const latest = await ch.query<Pick<UserRow, 'u_user_id' | LatestField>>(
+    `SELECT user_id AS u_user_id, ${LATEST_EVENT_COLUMNS}
+     FROM events
+     WHERE site_id = ${p.bind('UInt32', siteId)}
+       AND timestamp IN ${p.bind("Array(DateTime64(3, 'UTC'))", [...new Set(ranked.map((r) => r.u_last_seen))])}
+       AND user_id IN ${p.bind('Array(String)', ids)}
+     GROUP BY user_id`,
+    p.values,
+  );
+  const byId = new Map(latest.map((r) => [r.u_user_id, r]));
+  const users = ranked.flatMap(({ k: _k, total: _t, ...counts }, i) => {
+    const fields = byId.get(ids[i]!);
+    if (!fields) return [];
+    const { region: _r, city: _c, language: _l, ...listed } = toUser({ ...counts, ...fields });
     return [listed];
   });
   return { totalCount, data: await withProfiles(ch, siteId, users, page.profiles ?? true) };
