@@ -1,6 +1,6 @@
 import { toIso } from '@trackhouse/core';
 import type { ClickHouse } from '../client';
-import { type CommonParams, nextDay, Params, rangeBounds, whereClause } from './builder';
+import { type CommonParams, EVENT_ORDER, nextDay, Params, rangeBounds, whereClause } from './builder';
 
 export type GoalDefinition =
   | { goalType: 'path'; config: { pathPattern: string } }
@@ -320,7 +320,7 @@ export async function goalSessions(
   if (ids.length === 0) return [];
 
   const p = new Params();
-  const order = '(timestamp, event_id)';
+  const order = EVENT_ORDER;
   // Output names carry an `s_` prefix: an alias named like a column would shadow the column in
   // WHERE (ClickHouse resolves aliases there) and turn filters into aggregate comparisons.
   const rows = await ch.query<Record<string, string | number>>(

@@ -16,7 +16,7 @@ import {
   sessionsWithin,
 } from './paths';
 import { readRollup, rollupApplies, type Settled } from './rollup';
-import { EVENT_ORDER_KEY, matchesFilters, ratio } from './shared';
+import { EVENT_ORDER, matchesFilters, ratio } from './shared';
 
 export interface Journey {
   /** Pageview paths in order, repeats in a row counted once. */
@@ -79,7 +79,7 @@ function eventJourneys(
   const filters = common.filters.length > 0 ? matchesFilters(p, siteId, common) : undefined;
   const page = `type = 'pageview'`;
   const pages = `arrayCompact(arraySort((h, k) -> k, groupArrayIf(${pathHash('pathname')}, ${page}),
-    groupArrayIf(${EVENT_ORDER_KEY}, ${page})))`;
+    groupArrayIf(${EVENT_ORDER}, ${page})))`;
   const where = [rangeCondition(p, siteId, common), ...extra(p)].join(' AND ');
   return ch
     .query<{ j_path: string[]; j_count: number }>(

@@ -1,18 +1,6 @@
 import { type CommonParams, filterConditions, type Params, rangeCondition } from '../builder';
 
-/**
- * The order of a session's events: time, then event id (as ClickHouse orders UUIDs), so "first"
- * and "last" are defined even when events share a millisecond.
- */
-export const EVENT_ORDER = '(timestamp, event_id)';
-
-/**
- * EVENT_ORDER as one number (milliseconds, then the id's 128 bits, which order as ClickHouse
- * orders UUIDs): a per-session array of these sorts as fast as any array of numbers.
- */
-export const eventOrderKey = (timestamp: string, eventId: string) =>
-  `bitShiftLeft(toUInt256(toUnixTimestamp64Milli(${timestamp})), 128) + toUInt256(reinterpretAsUInt128(${eventId}))`;
-export const EVENT_ORDER_KEY = eventOrderKey('timestamp', 'event_id');
+export { EVENT_ORDER, eventOrderKey } from '../builder';
 
 /** Attributes a session takes from its first event in range (SPEC 13). */
 export const SESSION_ATTRIBUTES = [
