@@ -101,6 +101,8 @@ export function rangeBounds(p: Params, common: CommonParams): { from?: string; t
 export const eventOrderKey = (timestamp: string, eventId: string) =>
   `bitShiftLeft(toUInt256(toUnixTimestamp64Milli(${timestamp})), 128) + toUInt256(reinterpretAsUInt128(${eventId}))`;
 export const EVENT_ORDER = eventOrderKey('timestamp', 'event_id');
+/** The milliseconds of an `eventOrderKey`, as Int64. */
+export const orderMs = (key: string) => `toInt64(bitShiftRight(${key}, 128))`;
 
 /** Site and range as constant bounds on `timestamp` (so the sort key is used). */
 export function rangeCondition(p: Params, siteId: number, common: CommonParams): string {

@@ -17,6 +17,7 @@ import {
   countedSessions,
   EVENT_ORDER,
   matchesFilters,
+  orderMs,
   rankedPage,
   ratio,
   SESSION_ATTRIBUTES,
@@ -68,10 +69,6 @@ interface Row {
 
 const TOTALS = `sum(toUInt8(v != '')) OVER () AS n_values`;
 
-/** Milliseconds from element `j` of a session's sorted events to the next one, -1 for the last. */
-const gapAfter = (j: string) =>
-  `if(${j} < length(s_evs), toUnixTimestamp64Milli(s_evs[${j} + 1].1) - toUnixTimestamp64Milli(s_evs[${j}].1), -1)`;
-
 /** Ranks the values of per-session rows (`s_value`, `s_pageviews`, `s_gap`): a session counts once. */
 const rankSessionValues = (
   sessions: string,
@@ -91,12 +88,14 @@ function bySessionValue(
 ): string {
   const columns = [`countIf(type = 'pageview') AS s_pageviews`];
   if (parameter === 'entry_page' || parameter === 'exit_page') {
-    const pick = parameter === 'entry_page' ? 'arrayFirstIndex' : 'arrayLastIndex';
+    // The entry (exit) pageview by the event order, and the next event after it among every
+    // event's order key: no sorting, no tuples.
+    const [bound, pick] = parameter === 'entry_page' ? ['minIf', 'argMinIf'] : ['maxIf', 'argMaxIf'];
     columns.push(
-      `arraySort(groupArray((timestamp, event_id, type = 'pageview', toString(pathname)))) AS s_evs`,
-      `${pick}(x -> x.3, s_evs) AS s_at`,
-      `if(s_at = 0, '', s_evs[s_at].4) AS s_value`,
-      `if(s_at = 0, -1, ${gapAfter('s_at')}) AS s_gap`,
+      `${bound}(${EVENT_ORDER}, type = 'pageview') AS s_at`,
+      `${pick}(toString(pathname), ${EVENT_ORDER}, type = 'pageview') AS s_value`,
+      `arrayFilter(x -> x > s_at, groupArray(${EVENT_ORDER})) AS s_after`,
+      `if(s_pageviews = 0 OR empty(s_after), -1, ${orderMs('arrayMin(s_after)')} - ${orderMs('s_at')}) AS s_gap`,
     );
   } else {
     // An identifier from the allowlist above, never request text.
@@ -135,11 +134,16 @@ function byEventValue(
   const columns = [`countIf(type = 'pageview') AS s_pageviews`];
   const timed = parameter === 'pathname';
   if (timed) {
+    // Every event's order key, whether it is a matching pageview, and its path (if so) in the
+    // same order; the session's events in order as positions sorted by key.
     columns.push(
-      `arraySort(groupArray((timestamp, event_id, type = 'pageview' AND ${matches}, toString(pathname)))) AS s_evs`,
-      `arrayFilter(j -> s_evs[j].3, arrayEnumerate(s_evs)) AS s_at`,
-      `arrayMap(j -> s_evs[j].4, s_at) AS s_vals`,
-      `arrayMap(j -> ${gapAfter('j')}, s_at) AS s_gaps`,
+      `groupArray(${EVENT_ORDER}) AS s_ks`,
+      `groupArray(toUInt8(type = 'pageview' AND ${matches}) AS e_counted) AS s_fs`,
+      `groupArray(if(e_counted, toString(pathname), '')) AS s_ps`,
+      `arraySort((j, k) -> k, arrayEnumerate(s_ks), s_ks) AS s_order`,
+      `arrayFilter(i -> s_fs[s_order[i]] = 1, arrayEnumerate(s_order)) AS s_at`,
+      `arrayMap(i -> s_ps[s_order[i]], s_at) AS s_vals`,
+      `arrayMap(i -> if(i < length(s_order), ${orderMs('s_ks[s_order[i + 1]]')} - ${orderMs('s_ks[s_order[i]]')}, -1), s_at) AS s_gaps`,
     );
   } else {
     const type = parameter === 'event_name' ? 'custom_event' : 'pageview';

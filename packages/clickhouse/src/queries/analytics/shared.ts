@@ -1,6 +1,6 @@
 import { type CommonParams, filterConditions, type Params, rangeCondition } from '../builder';
 
-export { EVENT_ORDER, eventOrderKey } from '../builder';
+export { EVENT_ORDER, eventOrderKey, orderMs } from '../builder';
 
 /** Attributes a session takes from its first event in range (SPEC 13). */
 export const SESSION_ATTRIBUTES = [
