@@ -4,8 +4,8 @@ import { uuidv7 } from '@trackhouse/core';
 /**
  * Hand-made events for the traffic analytics tests: sessions crossing local midnights and the
  * DST changes of 2026 (spring and autumn), one-event sessions, sessions without pageviews, error
- * events, an identified visitor on two devices, two members on one device, events sharing a millisecond, values that tie
- * on count, and text a spreadsheet would run as a formula.
+ * events, an identified visitor on two devices, two members on one device, events sharing a
+ * millisecond, values that tie on count, and text a spreadsheet would run as a formula.
  */
 export function craftedEvents(template: StoredEvent): StoredEvent[] {
   const at = (iso: string, minutes = 0) => Date.parse(iso) + minutes * 60_000;
