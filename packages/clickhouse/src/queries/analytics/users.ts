@@ -245,30 +245,27 @@ async function listUsersFromSessions(
   page: UserPage,
 ): Promise<{ data: ListedUser[]; totalCount: number }> {
   const direction = page.order === 'asc' ? 'ASC' : 'DESC';
-  type Ranked = Omit<UserRow, 'u_user_id' | LatestField> & { k: string; total: number };
-  const { rows: ranked, totals } = await readRollup(ch, async (settled) => {
+  type Ranked = Omit<UserRow, 'u_user_id' | 'u_identified_user_id' | LatestField> & {
+    k: string;
+    total: number;
+  };
+  const { rows, totals, identified } = await readRollup(ch, async (settled) => {
     const p = new Params();
-    const rows = await rollupSessionRows(
+    const sessions = await rollupSessionRows(
       ch,
       p,
       siteId,
       common,
-      ['user_key', 'start', 'end', 'pageviews', 'events', 'identified'],
+      ['user_key', 'start', 'end', 'pageviews', 'events'],
       settled,
     );
-    // The latest identified id over the sessions' ones, by their place in EVENT_ORDER: a number
-    // compares far faster than the tuple. Visitor keys order as their ids do (rollup.ts,
-    // userKey), so ties break as on events.
-    const identified = (element: string) => `tupleElement(s_identified, ${element})`;
-    return rankedPage(
+    const page1 = await rankedPage(
       (limit, offset) =>
         ch.query<Ranked>(
           `SELECT toString(s_user_key) AS k, count() OVER () AS total,
              count() AS u_sessions, sum(s_pageviews) AS u_pageviews, sum(s_events) AS u_events,
-             toString(min(s_start)) AS u_first_seen, toString(max(s_end)) AS u_last_seen,
-             argMaxIf(${identified('3')}, ${eventOrderKey(identified('1'), identified('2'))},
-               ${identified('3')} != '') AS u_identified_user_id
-           FROM (${rows})
+             toString(min(s_start)) AS u_first_seen, toString(max(s_end)) AS u_last_seen
+           FROM (${sessions})
            GROUP BY s_user_key
            ORDER BY ${SESSION_SORT_EXPRESSIONS[page.sort]} ${direction}, s_user_key ASC
            LIMIT ${p.bind('UInt32', limit)} OFFSET ${p.bind('UInt32', offset)}`,
@@ -276,7 +273,28 @@ async function listUsersFromSessions(
         ),
       page,
     );
+    // The listed visitors' latest identified id over their sessions' ones, by their place in
+    // EVENT_ORDER (a number compares far faster than the tuple), read for this page only: over
+    // every visitor of a large range it held more memory than the ranking itself.
+    const identified = new Map<string, string>();
+    if (page1.rows.length > 0) {
+      const q = new Params();
+      const theirs = await rollupSessionRows(ch, q, siteId, common, ['user_key', 'identified'], settled, {
+        users: page1.rows.map((r) => userIdOfKey(r.k)),
+      });
+      const element = (n: string) => `tupleElement(s_identified, ${n})`;
+      const found = await ch.query<{ k: string; id: string }>(
+        `SELECT toString(s_user_key) AS k,
+           argMaxIf(${element('3')}, ${eventOrderKey(element('1'), element('2'))}, ${element('3')} != '') AS id
+         FROM (${theirs})
+         GROUP BY s_user_key`,
+        q.values,
+      );
+      for (const r of found) identified.set(r.k, r.id);
+    }
+    return { ...page1, identified };
   });
+  const ranked = rows.map((r) => ({ ...r, u_identified_user_id: identified.get(r.k) ?? '' }));
   const totalCount = totals?.total ?? 0;
   if (ranked.length === 0) return { data: [], totalCount };
   const ids = ranked.map((r) => userIdOfKey(r.k));
