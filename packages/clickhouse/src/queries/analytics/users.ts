@@ -249,7 +249,7 @@ async function listUsersFromSessions(
     k: string;
     total: number;
   };
-  const { rows, totals, identified } = await readRollup(ch, async (settled) => {
+  const { rows, totals, ids, identified } = await readRollup(ch, async (settled) => {
     const p = new Params();
     const sessions = await rollupSessionRows(
       ch,
@@ -259,7 +259,7 @@ async function listUsersFromSessions(
       ['user_key', 'start', 'end', 'pageviews', 'events'],
       settled,
     );
-    const page1 = await rankedPage(
+    const ranking = await rankedPage(
       (limit, offset) =>
         ch.query<Ranked>(
           `SELECT toString(s_user_key) AS k, count() OVER () AS total,
@@ -276,11 +276,12 @@ async function listUsersFromSessions(
     // The listed visitors' latest identified id over their sessions' ones, by their place in
     // EVENT_ORDER (a number compares far faster than the tuple), read for this page only: over
     // every visitor of a large range it held more memory than the ranking itself.
+    const ids = ranking.rows.map((r) => userIdOfKey(r.k));
     const identified = new Map<string, string>();
-    if (page1.rows.length > 0) {
+    if (ids.length > 0) {
       const q = new Params();
       const theirs = await rollupSessionRows(ch, q, siteId, common, ['user_key', 'identified'], settled, {
-        users: page1.rows.map((r) => userIdOfKey(r.k)),
+        users: ids,
       });
       const element = (n: string) => `tupleElement(s_identified, ${n})`;
       const found = await ch.query<{ k: string; id: string }>(
@@ -292,12 +293,11 @@ async function listUsersFromSessions(
       );
       for (const r of found) identified.set(r.k, r.id);
     }
-    return { ...page1, identified };
+    return { ...ranking, ids, identified };
   });
   const ranked = rows.map((r) => ({ ...r, u_identified_user_id: identified.get(r.k) ?? '' }));
   const totalCount = totals?.total ?? 0;
   if (ranked.length === 0) return { data: [], totalCount };
-  const ids = ranked.map((r) => userIdOfKey(r.k));
   const p = new Params();
   const latest = await ch.query<Pick<UserRow, 'u_user_id' | LatestField>>(
     `SELECT user_id AS u_user_id, ${LATEST_EVENT_COLUMNS}
