@@ -1,7 +1,10 @@
 import { type ClickHouse, type ReadFailure, withReadLimits } from '@trackhouse/clickhouse';
 import { ApiError, type Config } from '@trackhouse/core';
 
-export type ReadSettings = Pick<Config, 'CLICKHOUSE_READ_TIMEOUT_S' | 'CLICKHOUSE_READ_MAX_MEMORY_MB'>;
+export type ReadSettings = Pick<
+  Config,
+  'CLICKHOUSE_READ_TIMEOUT_S' | 'CLICKHOUSE_READ_MAX_MEMORY_MB' | 'CLICKHOUSE_READ_SPILL'
+>;
 
 /**
  * The query service's ClickHouse: every read bounded in time and memory, and the engine's
@@ -41,7 +44,11 @@ export function boundedReads(ch: ClickHouse, settings: ReadSettings): ClickHouse
   };
   return withReadLimits(
     ch,
-    { timeoutSeconds, maxMemoryMb: settings.CLICKHOUSE_READ_MAX_MEMORY_MB },
+    {
+      timeoutSeconds,
+      maxMemoryMb: settings.CLICKHOUSE_READ_MAX_MEMORY_MB,
+      spill: settings.CLICKHOUSE_READ_SPILL,
+    },
     (failure) => errors[failure](),
   );
 }

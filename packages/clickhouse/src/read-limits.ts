@@ -1,10 +1,15 @@
 import type { ClickHouseSettings } from '@clickhouse/client';
 import type { ClickHouse } from './client';
 
-/** How long and how much memory one read may take (CLICKHOUSE_READ_TIMEOUT_S, _MAX_MEMORY_MB). */
+/**
+ * How long and how much memory one read may take (CLICKHOUSE_READ_TIMEOUT_S, _MAX_MEMORY_MB), and
+ * whether its aggregations and sorts may go on in temporary files past half that memory
+ * (CLICKHOUSE_READ_SPILL).
+ */
 export interface ReadLimits {
   timeoutSeconds: number;
   maxMemoryMb: number;
+  spill: boolean;
 }
 
 /**
@@ -13,11 +18,19 @@ export interface ReadLimits {
  * would run under whatever the previous call left there.
  */
 export function readLimitSettings(limits: ReadLimits): ClickHouseSettings {
+  const spillBytes = limits.spill ? String(Math.round(limits.maxMemoryMb * 256 * 1024)) : '0';
   return {
     // Seconds, fractions allowed. `throw` (not `break`): a cut-off answer would be a wrong one.
     max_execution_time: limits.timeoutSeconds,
     timeout_overflow_mode: 'throw',
     max_memory_usage: String(Math.round(limits.maxMemoryMb * 1024 * 1024)),
+    // Past a quarter of the limit a GROUP BY or ORDER BY writes its state to the engine's
+    // temporary files and merges them, so a read over many sessions answers, slower, where it
+    // would be refused. A quarter, not the half ClickHouse suggests: a hash table just under the
+    // threshold doubles when it grows, holding old and new at once (at half, aggregations of
+    // 64-512 MB limits failed in the resize). 0 turns it off.
+    max_bytes_before_external_group_by: spillBytes,
+    max_bytes_before_external_sort: spillBytes,
   };
 }
 

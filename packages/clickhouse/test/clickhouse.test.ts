@@ -13,6 +13,7 @@ import {
   rollupSessionRows,
   type Settled,
   splitStatements,
+  withReadLimits,
 } from '../src';
 
 let handle: Awaited<ReturnType<typeof createTestClickHouse>>;
@@ -294,6 +295,22 @@ describe('embedded ClickHouse', () => {
     await expect(ch.ping()).resolves.toBeUndefined();
     // The server form pools sockets inside one client; the embedded form holds a pool of clients.
     if (ch.kind === 'embedded') expect(ch.reader()).not.toBe(ch.reader());
+  });
+});
+
+describe('read limits', () => {
+  // 3 M distinct keys: the GROUP BY's hash table alone is far past 64 MB.
+  const sql = `SELECT count() AS groups, sum(c) AS rows
+    FROM (SELECT number % 3000000 AS key, count() AS c FROM numbers(6000000) GROUP BY key)`;
+  const bounded = (spill: boolean) =>
+    withReadLimits(ch, { timeoutSeconds: 120, maxMemoryMb: 64, spill }, (failure) => new Error(failure));
+
+  it('let an aggregation past a quarter of the memory limit go on in temporary files and answer exactly', async () => {
+    expect(await bounded(true).query(sql)).toEqual([{ groups: 3_000_000, rows: 6_000_000 }]);
+  });
+
+  it('refuse the same aggregation at the memory limit when spilling is off', async () => {
+    await expect(bounded(false).query(sql)).rejects.toThrow(/^memory$/);
   });
 });
 

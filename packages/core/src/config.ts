@@ -83,6 +83,11 @@ export const configSchema = z.object({
   /** Bounds of every ClickHouse read: past the time a query is cancelled (503 QUERY_TIMEOUT). */
   CLICKHOUSE_READ_TIMEOUT_S: int(1, 3600).default(30),
   CLICKHOUSE_READ_MAX_MEMORY_MB: int(16, 1_048_576).default(2048),
+  /**
+   * Past half of CLICKHOUSE_READ_MAX_MEMORY_MB a read's aggregations and sorts go on in temporary
+   * files (answering, slower); false refuses such a read at the limit instead.
+   */
+  CLICKHOUSE_READ_SPILL: bool.default(true),
   /** Server-wide monthly pageview limit per site; 0 means unlimited. */
   MONTHLY_PAGEVIEW_LIMIT: int(0).default(0),
 
