@@ -82,10 +82,14 @@ export const configSchema = z.object({
   API_KEY_CREATE_LIMIT_PER_DAY: int(1, 100_000).default(20),
   /** Bounds of every ClickHouse read: past the time a query is cancelled (503 QUERY_TIMEOUT). */
   CLICKHOUSE_READ_TIMEOUT_S: int(1, 3600).default(30),
-  CLICKHOUSE_READ_MAX_MEMORY_MB: int(16, 1_048_576).default(2048),
   /**
-   * Past half of CLICKHOUSE_READ_MAX_MEMORY_MB a read's aggregations and sorts go on in temporary
-   * files (answering, slower); false refuses such a read at the limit instead.
+   * A read is refused past this much memory; its aggregations and sorts spill to temporary files
+   * past a quarter of it (2 GB by default).
+   */
+  CLICKHOUSE_READ_MAX_MEMORY_MB: int(16, 1_048_576).default(8192),
+  /**
+   * Past a quarter of CLICKHOUSE_READ_MAX_MEMORY_MB a read's aggregations and sorts go on in
+   * temporary files (answering, slower); false refuses such a read at the limit instead.
    */
   CLICKHOUSE_READ_SPILL: bool.default(true),
   /** Server-wide monthly pageview limit per site; 0 means unlimited. */
