@@ -3,8 +3,8 @@ import type { ClickHouse } from './client';
 
 /**
  * How long and how much memory one read may take (CLICKHOUSE_READ_TIMEOUT_S, _MAX_MEMORY_MB), and
- * whether its aggregations and sorts may go on in temporary files past half that memory
- * (CLICKHOUSE_READ_SPILL).
+ * whether its aggregations and sorts may go on in temporary files past a quarter of that
+ * memory (CLICKHOUSE_READ_SPILL).
  */
 export interface ReadLimits {
   timeoutSeconds: number;
@@ -27,8 +27,8 @@ export function readLimitSettings(limits: ReadLimits): ClickHouseSettings {
     // Past a quarter of the limit a GROUP BY or ORDER BY writes its state to the engine's
     // temporary files and merges them, so a read over many sessions answers, slower, where it
     // would be refused. A quarter, not the half ClickHouse suggests: a hash table just under the
-    // threshold doubles when it grows, holding old and new at once (at half, aggregations of
-    // 64-512 MB limits failed in the resize). 0 turns it off.
+    // threshold doubles when it grows, holding old and new at once (at half, such an
+    // aggregation failed in the resize under limits of 64 and 256 MB). 0 turns it off.
     max_bytes_before_external_group_by: spillBytes,
     max_bytes_before_external_sort: spillBytes,
   };
