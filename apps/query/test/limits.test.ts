@@ -208,6 +208,23 @@ describe('ClickHouse reads', () => {
     }
   });
 
+  it('spill a large aggregation by default and refuse it with 503 QUERY_TOO_LARGE when CLICKHOUSE_READ_SPILL=false', async () => {
+    // 3 M distinct keys: the hash table alone is far past the 64 MB limit.
+    const sql = `SELECT count() AS groups, sum(c) AS rows
+      FROM (SELECT number % 3000000 AS key, count() AS c FROM numbers(6000000) GROUP BY key)`;
+    const spilling = boundedReads(h.ch, loadConfig({ CLICKHOUSE_READ_MAX_MEMORY_MB: '64' }));
+    expect(await spilling.query(sql)).toEqual([{ groups: 3_000_000, rows: 6_000_000 }]);
+    const refusing = boundedReads(
+      h.ch,
+      loadConfig({ CLICKHOUSE_READ_MAX_MEMORY_MB: '64', CLICKHOUSE_READ_SPILL: 'false' }),
+    );
+    await expect(refusing.query(sql)).rejects.toMatchObject({
+      status: 503,
+      code: 'QUERY_TOO_LARGE',
+      message: expect.stringMatching(/more memory than the server allows \(64 MB\)/),
+    });
+  });
+
   it('answer 400 for a time zone the engine cannot load', async () => {
     const ch = boundedReads(h.ch, loadConfig({}));
     // The route canonicalizes names; a name the engine's tz data lacks fails like this one.
