@@ -3,8 +3,9 @@ import type { ClickHouse } from '@trackhouse/clickhouse';
 import type { Logger } from '@trackhouse/core';
 import { isContentError, redactedReason } from './classify';
 import { writeDeadLetter } from './dead-letter';
-import { insertAround, insertFile, lineAt, lineCount, splitLines } from './insert';
+import { type InsertTarget, insertAround, insertFile, lineAt, lineCount, splitLines } from './insert';
 import type { writerMetrics } from './metrics';
+import { restoreMissing } from './restore';
 import { type Segment, truncateDurably } from './segments';
 
 export interface FlushContext {
@@ -40,6 +41,7 @@ export async function sendSegment(ctx: FlushContext, segment: Segment): Promise<
       // A segment is one insert block (at most ~1M rows): ClickHouse parses all of it before
       // it writes any, so a refused segment stored nothing under its own token.
       await insertFile(target, segment.path, segment.name);
+      if (segment.resent) await restore(ctx, segment, target);
       ctx.metrics.rowsStored.inc(segment.rows);
     } catch (err) {
       if (!isContentError(err)) throw err;
@@ -53,10 +55,21 @@ export async function sendSegment(ctx: FlushContext, segment: Segment): Promise<
   });
 }
 
+/** Stores again what an insert under the segment's token dropped as already stored (restore.ts). */
+async function restore(ctx: FlushContext, segment: Segment, target: InsertTarget): Promise<void> {
+  const restored = await restoreMissing(target, splitLines(await readFile(segment.path)), segment.name);
+  if (restored === 0) return;
+  ctx.metrics.rowsRestored.inc(restored);
+  ctx.log.warn(
+    { segment: segment.name, rows: restored, lines: segment.rows },
+    'rows of a resent segment were missing from ClickHouse under its token; stored them again',
+  );
+}
+
 async function salvage(
   ctx: FlushContext,
   segment: Segment,
-  target: Parameters<typeof insertAround>[0],
+  target: InsertTarget,
   refusal: unknown,
 ): Promise<void> {
   const lines = splitLines(await readFile(segment.path));

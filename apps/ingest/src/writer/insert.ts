@@ -40,7 +40,8 @@ export async function insertFile(target: InsertTarget, path: string, token: stri
   result.stream.resume();
 }
 
-async function insertBytes(target: InsertTarget, bytes: Buffer, token: string): Promise<void> {
+/** Inserts rows given as bytes (JSONEachRow) under `token`. */
+export async function insertBytes(target: InsertTarget, bytes: Buffer, token: string): Promise<void> {
   if (target.ch.kind !== 'embedded') {
     const result = await target.ch.writer.exec({
       query: `INSERT INTO ${target.table} FORMAT JSONEachRow`,

@@ -50,6 +50,11 @@ function createMetrics(registry: Registry) {
       help: 'Buffered rows ClickHouse refused for their content, moved to the dead-letter folder',
       registers: [registry],
     }),
+    rowsRestored: new Counter({
+      name: 'trackhouse_ingest_rows_restored_total',
+      help: 'Rows of a resent segment that ClickHouse dropped as a duplicate of an insert it never completed, stored again',
+      registers: [registry],
+    }),
     bufferUnwritable: new Gauge({
       name: 'trackhouse_ingest_buffer_unwritable',
       help: '1 while the write-ahead buffer cannot be written (full or failing disk) and tracking answers 503',

@@ -9,6 +9,12 @@ export interface Segment {
   /** Lines (one row each; a corrupt file may hold lines ClickHouse refuses). */
   rows: number;
   bytes: number;
+  /**
+   * An earlier attempt may have sent it (left by an earlier process, or retried after a
+   * failure): after its insert, its rows are looked up and what is missing is stored again
+   * (restore.ts).
+   */
+  resent?: boolean;
 }
 
 export interface ActiveSegment extends Segment {
@@ -80,7 +86,7 @@ export async function findSegments(dir: string): Promise<{ segments: Segment[]; 
       continue;
     }
     if (scan.wholeBytes < scan.size) await truncateDurably(path, scan.wholeBytes);
-    segments.push({ name, path, rows: scan.lines, bytes: scan.wholeBytes });
+    segments.push({ name, path, rows: scan.lines, bytes: scan.wholeBytes, resent: true });
   }
   const last = names.at(-1);
   const nextSeq = last ? Number(SEGMENT_FILE.exec(last)![1]) + 1 : 1;

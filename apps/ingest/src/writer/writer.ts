@@ -269,6 +269,7 @@ export class DurableWriter {
         this.updateGauges();
         backoff = MIN_BACKOFF_MS;
       } catch (err) {
+        segment.resent = true;
         this.metrics.flushFailures.inc();
         this.opts.log.warn(
           { err, segment: segment.name, retryInMs: backoff },
