@@ -177,6 +177,7 @@ const SITE_TABLES = [
   'user_profiles',
   'user_aliases',
   'session_replay',
+  'metric_summaries',
 ];
 
 /**

@@ -22,6 +22,17 @@ import {
   ratio,
   SESSION_ATTRIBUTES,
 } from './shared';
+import {
+  addCounts,
+  coveredSessions,
+  emptyCounts,
+  type KeyedCounts,
+  type KeyedParameter,
+  mergeCounts,
+  PARTITION_DAY,
+  type Parts,
+  summarizedDays,
+} from './summaries';
 
 type SessionAttribute = (typeof SESSION_ATTRIBUTES)[number];
 const isSessionAttribute = (p: MetricParameter): p is SessionAttribute =>
@@ -67,16 +78,23 @@ interface Row {
   n_values: number;
 }
 
-const TOTALS = `sum(toUInt8(v != '')) OVER () AS n_values`;
+/**
+ * Rows are grouped by `day` too: the partition day of their sessions with `byDay` (to summarize
+ * several days at once, summaries.ts), else 0; totals (windows) are per day.
+ */
+const dayOf = (byDay: boolean) => (byDay ? PARTITION_DAY : '0');
+const TOTALS = `sum(toUInt8(v != '')) OVER (PARTITION BY day) AS n_values`;
 
 /** Ranks the values of per-session rows (`s_value`, `s_pageviews`, `s_gap`): a session counts once. */
 const rankSessionValues = (
   sessions: string,
-) => `SELECT s_value AS v, count() AS n_sessions, sum(s_pageviews) AS n_events,
+  byDay = false,
+) => `SELECT ${dayOf(byDay)} AS day, s_value AS v, count() AS n_sessions, sum(s_pageviews) AS n_events,
     countIf(s_pageviews = 1) AS bounces, sumIf(s_gap, s_gap >= 0) AS top_ms, countIf(s_gap >= 0) AS top_n,
-    sum(count()) OVER () AS all_sessions, sum(sum(s_pageviews)) OVER () AS all_events, ${TOTALS}
+    sum(count()) OVER (PARTITION BY day) AS all_sessions, sum(sum(s_pageviews)) OVER (PARTITION BY day) AS all_events,
+    ${TOTALS}
   FROM (${sessions})
-  GROUP BY v`;
+  GROUP BY day, v`;
 
 /** One row per value of a session attribute, entry page or exit page: a session counts once. */
 function bySessionValue(
@@ -85,6 +103,7 @@ function bySessionValue(
   common: CommonParams,
   parameter: MetricParameter,
   extra?: string,
+  byDay = false,
 ): string {
   const columns = [`countIf(type = 'pageview') AS s_pageviews`];
   if (parameter === 'entry_page' || parameter === 'exit_page') {
@@ -101,7 +120,7 @@ function bySessionValue(
     // An identifier from the allowlist above, never request text.
     columns.push(`toString(argMin(${parameter}, ${EVENT_ORDER})) AS s_value`, '-1 AS s_gap');
   }
-  return rankSessionValues(countedSessions(p, siteId, common, columns, extra));
+  return rankSessionValues(countedSessions(p, siteId, common, columns, extra), byDay);
 }
 
 /** bySessionValue of a session attribute over the rollup (ranges without filters). */
@@ -129,6 +148,7 @@ function byEventValue(
   common: CommonParams,
   parameter: MetricParameter,
   extra?: string,
+  byDay = false,
 ): string {
   const matches = matchesFilters(p, siteId, common);
   const columns = [`countIf(type = 'pageview') AS s_pageviews`];
@@ -150,17 +170,19 @@ function byEventValue(
     // An identifier from the allowlists above, never request text.
     columns.push(`groupArrayIf(toString(${parameter}), type = '${type}' AND ${matches}) AS s_vals`);
   }
-  return `SELECT v, countIf(k = 1) AS n_sessions, countIf(i > 0) AS n_events,
+  return `SELECT ${dayOf(byDay)} AS day, v, countIf(k = 1) AS n_sessions, countIf(i > 0) AS n_events,
     countIf(k = 1 AND s_pageviews = 1) AS bounces,
     ${timed ? 'sumIf(gap, i > 0 AND gap >= 0) AS top_ms, countIf(i > 0 AND gap >= 0) AS top_n' : '0 AS top_ms, 0 AS top_n'},
-    sum(countIf(i <= 1)) OVER () AS all_sessions, sum(countIf(i > 0)) OVER () AS all_events, ${TOTALS}
+    sum(countIf(i <= 1)) OVER (PARTITION BY day) AS all_sessions,
+    sum(countIf(i > 0)) OVER (PARTITION BY day) AS all_events, ${TOTALS}
   FROM (${countedSessions(p, siteId, common, columns, extra)})
   LEFT ARRAY JOIN s_vals AS v, arrayEnumerate(s_vals) AS i, arrayEnumerateUniq(s_vals) AS k${timed ? ', s_gaps AS gap' : ''}
-  GROUP BY v`;
+  GROUP BY day, v`;
 }
 
 /** Values read from `session_paths` without filters: pathname, entry and exit page, event name. */
 const KEYED_PARAMETERS = new Set<MetricParameter>(['pathname', 'entry_page', 'exit_page', 'event_name']);
+const isKeyed = (p: MetricParameter): p is KeyedParameter => KEYED_PARAMETERS.has(p);
 
 /**
  * `byEventValue` (pathname) or `bySessionValue` (entry and exit page) over `session_paths`: each
@@ -168,7 +190,9 @@ const KEYED_PARAMETERS = new Set<MetricParameter>(['pathname', 'entry_page', 'ex
  * pageview's time on page the gap to the next key. Keys of one millisecond do not sort by event
  * id: a session with two keys in one millisecond (`tied`) is left out here, grouped alone under
  * `tied` with its id and times, to be computed from its events. Values are path hashes named
- * back from `site_pages`; the totals (windows) are over the other sessions.
+ * back from `site_pages`; `s_part` and `e_part` are each row's share of the session and event
+ * totals (over the other sessions). `restrict`, a condition on `session_paths` rows, narrows the
+ * sessions read.
  */
 function keyedPageValues(
   p: Params,
@@ -176,6 +200,8 @@ function keyedPageValues(
   common: CommonParams,
   parameter: MetricParameter,
   settled: Settled | undefined,
+  restrict?: string,
+  byDay = false,
 ): string {
   const inRange = keyInRange(p, common);
   const perPage = parameter === 'pathname';
@@ -183,8 +209,15 @@ function keyedPageValues(
   const pages = perPage
     ? 'arrayFilter(j -> m_fs[j] = 1, arrayEnumerate(m_ks)) AS m_pj'
     : `${pick}(f -> f = 1, m_fs) AS m_at, if(m_at = 0, [], [m_at]) AS m_pj`;
-  const rows = pathRows(p, siteId, common, () => 'session_id, page_keys, event_keys, other_keys', settled);
-  const sessions = `SELECT session_id,
+  const rows = pathRows(
+    p,
+    siteId,
+    common,
+    () => 'session_id, page_keys, event_keys, other_keys',
+    settled,
+    restrict,
+  );
+  const sessions = `SELECT session_id, ${byDay ? PARTITION_DAY : '0'} AS m_day,
       arrayConcat(page_keys, event_keys, other_keys) AS m_all,
       arrayConcat(arrayMap(x -> toUInt8(1), page_keys), arrayMap(x -> toUInt8(0), event_keys),
         arrayMap(x -> toUInt8(0), other_keys)) AS m_flags,
@@ -212,21 +245,20 @@ function keyedPageValues(
         'sum(m_pvs)',
       ];
   return `WITH ${pageNames(p, siteId, 'm_names')}
-    SELECT m_tied AS tied, transform(h, m_names.1, m_names.2, '') AS v, ${counts},
+    SELECT m_day AS day, m_tied AS tied, transform(h, m_names.1, m_names.2, '') AS v, ${counts},
       sumIf(gap, i > 0 AND gap >= 0) AS top_ms, countIf(i > 0 AND gap >= 0) AS top_n,
-      sum(if(m_tied, 0, ${sessionsOf})) OVER () AS all_sessions,
-      sum(if(m_tied, 0, ${eventsOf})) OVER () AS all_events,
+      ${sessionsOf} AS s_part, ${eventsOf} AS e_part,
       groupArrayIf((toString(session_id), m_ms[1], m_ms[-1]), m_tied) AS tied_sessions
     FROM (${sessions})
     LEFT ARRAY JOIN m_hs AS h, arrayEnumerate(m_hs) AS i, arrayEnumerateUniq(m_hs) AS k, m_gaps AS gap
-    GROUP BY m_tied, h`;
+    GROUP BY m_day, m_tied, h`;
 }
 
 /**
  * `byEventValue` of event names over `session_paths`: per session with a custom event in range,
  * the name hashes of those events and its pageviews in range. Nothing depends on order, so no
  * session is tied. Names come back from the site's custom events (`events_by_name`). Event names
- * are shares of all custom events, so the sessions without one are not read (`all_sessions`,
+ * are shares of all custom events, so the sessions without one are not read (the session total,
  * which nothing reads for event names, is 0).
  */
 function keyedEventNames(
@@ -234,83 +266,129 @@ function keyedEventNames(
   siteId: number,
   common: CommonParams,
   settled: Settled | undefined,
+  restrict?: string,
+  byDay = false,
 ): string {
   const inRange = keyInRange(p, common);
   const site = p.bind('UInt32', siteId);
-  const rows = pathRows(p, siteId, common, () => 'page_keys, event_keys', settled, 'length(event_keys) > 0');
+  const prewhere = ['length(event_keys) > 0', ...(restrict ? [restrict] : [])].join(' AND ');
+  const rows = pathRows(p, siteId, common, () => 'session_id, page_keys, event_keys', settled, prewhere);
   return `WITH (SELECT (groupArray(h), groupArray(name)) FROM (
       SELECT DISTINCT ${pathHash('event_name')} AS h, toString(event_name) AS name
       FROM events_by_name WHERE site_id = ${site} AND type = 'custom_event')) AS m_names
-    SELECT 0 AS tied, transform(h, m_names.1, m_names.2, '') AS v,
+    SELECT m_day AS day, 0 AS tied, transform(h, m_names.1, m_names.2, '') AS v,
       countIf(k = 1) AS n_sessions, count() AS n_events, countIf(k = 1 AND m_pvs = 1) AS bounces,
-      0 AS top_ms, 0 AS top_n,
-      0 AS all_sessions, sum(count()) OVER () AS all_events,
+      0 AS top_ms, 0 AS top_n, 0 AS s_part, count() AS e_part,
       CAST([], 'Array(Tuple(String, Int64, Int64))') AS tied_sessions
     FROM (
-      SELECT arrayMap(x -> ${keyHash('x')}, arrayFilter(x -> ${inRange('x')}, event_keys)) AS m_hs,
+      SELECT ${byDay ? PARTITION_DAY : '0'} AS m_day,
+        arrayMap(x -> ${keyHash('x')}, arrayFilter(x -> ${inRange('x')}, event_keys)) AS m_hs,
         arrayCount(x -> ${inRange('x')}, page_keys) AS m_pvs
       FROM (${rows})
       WHERE length(m_hs) > 0)
     ARRAY JOIN m_hs AS h, arrayEnumerate(m_hs) AS i, arrayEnumerateUniq(m_hs) AS k
-    GROUP BY h`;
+    GROUP BY m_day, h`;
 }
-
-/** The additive counts of a value (sums over disjoint sets of sessions add up). */
-const ADDITIVE = ['n_sessions', 'n_events', 'bounces', 'top_ms', 'top_n'] as const;
 
 /**
  * Every value of a page parameter or event name with its counts, unfiltered, from
- * `session_paths`; the tied sessions from their events, added in. Undefined when too many are
- * tied to list them.
+ * `session_paths` (narrowed by `restrict`), per partition day with `byDay` (else all under day
+ * 0); the tied sessions from their events, added in. Undefined when too many are tied to list
+ * them.
+ */
+async function keyedCounts(
+  ch: ClickHouse,
+  siteId: number,
+  common: CommonParams,
+  parameter: KeyedParameter,
+  settled: Settled | undefined,
+  restrict?: (p: Params) => string,
+  byDay = false,
+): Promise<Map<number, KeyedCounts> | undefined> {
+  const p = new Params();
+  const narrow = restrict?.(p);
+  const rows = await ch.query<
+    Row & Parts & { day: number; tied: number; tied_sessions: [string, number, number][] }
+  >(
+    parameter === 'event_name'
+      ? keyedEventNames(p, siteId, common, settled, narrow, byDay)
+      : keyedPageValues(p, siteId, common, parameter, settled, narrow, byDay),
+    p.values,
+  );
+  const tied = rows.filter((r) => Number(r.tied) === 1);
+  if (tied.reduce((n, r) => n + r.tied_sessions.length, 0) > MAX_LISTED_SESSIONS) return undefined;
+  const byDayCounts = new Map<number, KeyedCounts>();
+  const countsOf = (day: number) => {
+    const known = byDayCounts.get(day);
+    if (known) return known;
+    const fresh = emptyCounts();
+    byDayCounts.set(day, fresh);
+    return fresh;
+  };
+  for (const r of rows) {
+    const counts = countsOf(Number(r.day));
+    if (Number(r.tied) !== 0) continue;
+    addCounts(counts, r);
+    counts.all_sessions += Number(r.s_part);
+    counts.all_events += Number(r.e_part);
+  }
+  const tiedSessions = tied.flatMap((r) => r.tied_sessions);
+  if (tiedSessions.length > 0) {
+    const q = new Params();
+    const within = sessionsWithin(q, sessionsAt(tiedSessions));
+    const grouped =
+      parameter === 'pathname'
+        ? byEventValue(q, siteId, common, parameter, within, byDay)
+        : bySessionValue(q, siteId, common, parameter, within, byDay);
+    const exact = await ch.query<Row & { day: number }>(`SELECT * FROM (${grouped})`, q.values);
+    const totalled = new Set<number>();
+    for (const e of exact) {
+      const day = Number(e.day);
+      const counts = countsOf(day);
+      if (!totalled.has(day)) {
+        totalled.add(day);
+        counts.all_sessions += Number(e.all_sessions);
+        counts.all_events += Number(e.all_events);
+      }
+      addCounts(counts, e);
+    }
+  }
+  return byDayCounts;
+}
+
+/**
+ * The values of a keyed parameter ranked (empty values left out), unfiltered: the whole days in
+ * range that have a summary read from it, the other sessions from `session_paths`.
  */
 async function keyedMetricRows(
   ch: ClickHouse,
   siteId: number,
   common: CommonParams,
-  parameter: MetricParameter,
+  parameter: KeyedParameter,
   settled: Settled | undefined,
 ): Promise<Row[] | undefined> {
-  const p = new Params();
+  const compute = (restrict?: (p: Params) => string, byDay?: boolean) =>
+    keyedCounts(ch, siteId, common, parameter, settled, restrict, byDay);
+  const days = await summarizedDays(ch, siteId, common, parameter, settled, compute);
+  const live = await compute(days && ((p) => `NOT ${coveredSessions(p, days.partitions)}`));
+  if (!live) return undefined;
+  const counts = emptyCounts();
+  for (const part of live.values()) mergeCounts(counts, part);
+  if (days) mergeCounts(counts, days.counts);
   const isEvent = parameter === 'event_name';
-  const rows = await ch.query<Row & { tied: number; tied_sessions: [string, number, number][] }>(
-    isEvent
-      ? keyedEventNames(p, siteId, common, settled)
-      : keyedPageValues(p, siteId, common, parameter, settled),
-    p.values,
-  );
-  const tied = sessionsAt(rows.filter((r) => Number(r.tied) === 1).flatMap((r) => r.tied_sessions));
-  if (tied.length > MAX_LISTED_SESSIONS) return undefined;
-  const byValue = new Map<string, Row>();
-  const totals = {
-    all_sessions: Number(rows[0]?.all_sessions ?? 0),
-    all_events: Number(rows[0]?.all_events ?? 0),
-  };
-  const add = (r: Row) => {
-    const known = byValue.get(r.v);
-    if (!known) byValue.set(r.v, { ...r, ...Object.fromEntries(ADDITIVE.map((c) => [c, Number(r[c])])) });
-    else for (const c of ADDITIVE) known[c] += Number(r[c]);
-  };
-  for (const r of rows) if (Number(r.tied) === 0) add(r);
-  if (tied.length > 0) {
-    const q = new Params();
-    const within = sessionsWithin(q, tied);
-    const grouped =
-      parameter === 'pathname'
-        ? byEventValue(q, siteId, common, parameter, within)
-        : bySessionValue(q, siteId, common, parameter, within);
-    const exact = await ch.query<Row>(`SELECT * FROM (${grouped})`, q.values);
-    totals.all_sessions += Number(exact[0]?.all_sessions ?? 0);
-    totals.all_events += Number(exact[0]?.all_events ?? 0);
-    for (const r of exact) add(r);
-  }
-  const ranked = [...byValue.values()]
+  const ranked = [...counts.byValue.values()]
     .filter((r) => r.v !== '')
     .sort((a, b) =>
       isEvent
         ? b.n_events - a.n_events || byteOrder(a.v, b.v)
         : b.n_sessions - a.n_sessions || byteOrder(a.v, b.v),
     );
-  return ranked.map((r) => ({ ...r, ...totals, n_values: ranked.length }));
+  return ranked.map((r) => ({
+    ...r,
+    all_sessions: counts.all_sessions,
+    all_events: counts.all_events,
+    n_values: ranked.length,
+  }));
 }
 
 /**
@@ -344,7 +422,7 @@ export async function metric(
   };
   const ranked = (settled?: Settled) => rankedPage((limit, offset) => run(limit, offset, settled), page);
   const keyed =
-    KEYED_PARAMETERS.has(parameter) && rollupApplies(ch, common)
+    isKeyed(parameter) && rollupApplies(ch, common)
       ? await readRollup(
           ch,
           (settled) => keyedMetricRows(ch, siteId, common, parameter, settled),

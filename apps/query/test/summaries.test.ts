@@ -1,0 +1,141 @@
+import { compactSessionDays, generateEvents, insertEvents, type StoredEvent } from '@trackhouse/clickhouse';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { TEST_CLICKHOUSE } from '../../../test/helpers';
+import { createQueryHarness, type QueryHarness } from './harness';
+import { full, query } from './params';
+import { lateEvents } from './traffic-data';
+import * as ref from './traffic-reference';
+
+let h: QueryHarness;
+let tenant: Awaited<ReturnType<QueryHarness['tenant']>>;
+let events: StoredEvent[];
+
+/** Ten days of June 2026, in a zone whose days are cut across UTC days (the first and last). */
+const RANGE = { startDate: '2026-06-03', endDate: '2026-06-12', timeZone: 'Asia/Kolkata' };
+const DAY = 20260607;
+const TAMPERED = '/only-in-the-summary';
+
+beforeAll(async () => {
+  h = await createQueryHarness({ QUERY_RATE_LIMIT_MAX: '1000000' });
+  tenant = await h.tenant();
+  events = [
+    ...generateEvents({
+      siteId: tenant.siteId,
+      events: 3000,
+      days: 14,
+      end: new Date('2026-06-15T12:00:00Z'),
+      seed: 21,
+      tieRate: 0.1,
+    }),
+  ];
+  await insertEvents(h.ch, events);
+  await compactSessionDays(h.ch, new Date('2027-01-01T00:00:00Z'));
+}, 120_000);
+afterAll(async () => {
+  await h.close();
+});
+
+const metric = (parameter: string) =>
+  h.json<{ data: { data: { value: string; count: number }[]; totalCount: number } }>(
+    `/api/sites/${tenant.siteId}/metric?${query(RANGE, { parameter, limit: '1000' })}`,
+    { key: tenant.key },
+  );
+
+const expected = (parameter: 'pathname' | 'entry_page' | 'exit_page' | 'event_name') =>
+  ref.metric(ref.selection(events, tenant.siteId, full(RANGE)), parameter);
+
+const summaryDays = async (parameter: string) =>
+  (
+    await h.ch.query<{ partition: number }>(
+      `SELECT partition FROM metric_summaries FINAL
+       WHERE site_id = {s:UInt32} AND parameter = {p:String} AND totals = 1 ORDER BY partition`,
+      { s: tenant.siteId, p: parameter },
+    )
+  ).map((r) => Number(r.partition));
+
+const partOf = async (day: number) => {
+  const [row] = await h.ch.query<{ name: string }>(
+    `SELECT name FROM system.parts WHERE database = currentDatabase() AND table = 'session_paths'
+       AND active AND partition_id = {d:String}`,
+    { d: String(day) },
+  );
+  return row!.name;
+};
+
+// Summaries read the parts of a single engine; a cluster reads every day from its sessions.
+describe.skipIf(TEST_CLICKHOUSE === 'cluster')('per-day summaries of the page breakdowns', () => {
+  it('summarizes the whole UTC days of a range once, and answers as the events do', async () => {
+    for (const parameter of ['pathname', 'entry_page', 'exit_page', 'event_name'] as const) {
+      const res = await metric(parameter);
+      expect(res.status).toBe(200);
+      expect({ parameter, ...res.body.data }).toEqual({ parameter, ...expected(parameter) });
+      // 3 June 00:00 in Kolkata is 2 June 18:30 UTC, 13 June 00:00 is 12 June 18:30: the UTC
+      // days 3 to 11 lie wholly inside.
+      expect({ parameter, days: await summaryDays(parameter) }).toEqual({
+        parameter,
+        days: [3, 4, 5, 6, 7, 8, 9, 10, 11].map((d) => 20260600 + d),
+      });
+      const again = await metric(parameter);
+      expect(again.body).toEqual(res.body);
+    }
+  });
+
+  it('reads a day from its summary while the day has one part, and from its sessions once it has another', async () => {
+    // A summary row only the summary holds: seen in the answer, it shows the summary was read.
+    await h.ch.writer.insert({
+      table: 'metric_summaries',
+      values: [
+        {
+          site_id: tenant.siteId,
+          parameter: 'pathname',
+          partition: DAY,
+          source_part: await partOf(DAY),
+          totals: 0,
+          value: TAMPERED,
+          n_sessions: 1_000_000,
+          n_events: 1,
+          bounces: 0,
+          top_ms: 0,
+          top_n: 0,
+          s_part: 0,
+          e_part: 0,
+        },
+      ],
+      format: 'JSONEachRow',
+    });
+    expect((await metric('pathname')).body.data.data[0]).toMatchObject({ value: TAMPERED, count: 1_000_000 });
+
+    // Late events in sessions of that day: its partition gains a part, its summary is left.
+    const late = lateEvents(
+      events.filter((e) => e.timestamp.startsWith('2026-06-07')),
+      5,
+    );
+    await h.ch.writer.insert({
+      table: 'events',
+      values: late,
+      format: 'JSONEachRow',
+      clickhouse_settings: { insert_deduplication_token: `summaries-late-${tenant.siteId}` },
+    });
+    events = [...events, ...late];
+    const res = await metric('pathname');
+    expect(res.body.data.data.map((r) => r.value)).not.toContain(TAMPERED);
+    expect(res.body.data).toEqual(expected('pathname'));
+    expect(res.body.data.data.map((r) => r.value)).toContain('/late');
+
+    // Merged into one part again: a new summary of the new part, the same answers.
+    await compactSessionDays(h.ch, new Date('2027-01-01T00:00:00Z'));
+    for (const parameter of ['pathname', 'entry_page', 'exit_page', 'event_name'] as const) {
+      expect({ parameter, ...(await metric(parameter)).body.data }).toEqual({
+        parameter,
+        ...expected(parameter),
+      });
+    }
+    const [built] = await h.ch.query<{ n: number }>(
+      `SELECT count() AS n FROM metric_summaries FINAL
+       WHERE site_id = {s:UInt32} AND parameter = 'pathname' AND totals = 1 AND partition = {d:UInt32}
+         AND source_part = {part:String}`,
+      { s: tenant.siteId, d: DAY, part: await partOf(DAY) },
+    );
+    expect(built?.n).toBe(1);
+  });
+});

@@ -1,0 +1,222 @@
+import type { ClickHouse } from '../../client';
+import { type CommonParams, Params, rangeBounds } from '../builder';
+import type { Settled } from './rollup';
+
+/**
+ * Per-day summaries of the unfiltered keyed breakdowns (`metric_summaries`, migration 0007).
+ *
+ * A day here is a `session_paths` partition: the sessions that began that UTC day (the partition
+ * key's day, with the engine in UTC; in another zone, nothing is summarized). A summary holds the counts of the partition's
+ * sessions that lie wholly inside the day, computed from the partition's single part. When
+ * that day lies wholly inside a range, those sessions have every event in the range, so their
+ * share of the answer is the summary's; the range's other sessions (days cut by the range,
+ * partitions with several parts, sessions crossing midnight) are read as before. Both parts
+ * are disjoint sets of sessions, so their counts add up.
+ */
+
+export type KeyedParameter = 'pathname' | 'entry_page' | 'exit_page' | 'event_name';
+
+/** A value's counts: sums over disjoint sets of sessions add up. */
+export interface ValueCounts {
+  v: string;
+  n_sessions: number;
+  n_events: number;
+  bounces: number;
+  top_ms: number;
+  top_n: number;
+}
+
+/** Each result row's share of the session and event totals. */
+export interface Parts {
+  s_part: number;
+  e_part: number;
+}
+
+export interface KeyedCounts {
+  byValue: Map<string, ValueCounts>;
+  all_sessions: number;
+  all_events: number;
+}
+
+const ADDITIVE = ['n_sessions', 'n_events', 'bounces', 'top_ms', 'top_n'] as const;
+
+export const emptyCounts = (): KeyedCounts => ({ byValue: new Map(), all_sessions: 0, all_events: 0 });
+
+export function addCounts(into: KeyedCounts, r: ValueCounts): void {
+  const known = into.byValue.get(r.v);
+  if (!known) {
+    const fresh = { v: r.v } as ValueCounts;
+    for (const c of ADDITIVE) fresh[c] = Number(r[c]);
+    into.byValue.set(r.v, fresh);
+  } else for (const c of ADDITIVE) known[c] += Number(r[c]);
+}
+
+export function mergeCounts(into: KeyedCounts, from: KeyedCounts): void {
+  for (const r of from.byValue.values()) addCounts(into, r);
+  into.all_sessions += from.all_sessions;
+  into.all_events += from.all_events;
+}
+
+/** The day of a session's partition (its key, as the engine computes it: a number YYYYMMDD). */
+export const PARTITION_DAY = 'toYYYYMMDD(UUIDv7ToDateTime(session_id))';
+
+/**
+ * Names the engine gives UTC. Summaries need partition days to be UTC days (the embedded engine's
+ * zone, and a server's unless configured otherwise): a day is then a whole number of 86,400,000
+ * milliseconds, tested in integers, three times faster than through a time zone's calendar.
+ */
+const UTC_NAMES = [
+  'UTC',
+  'Etc/UTC',
+  'UCT',
+  'Etc/UCT',
+  'GMT',
+  'Etc/GMT',
+  'Universal',
+  'Etc/Universal',
+  'Zulu',
+  'Etc/Zulu',
+];
+
+const DAY_MS = 86_400_000;
+const msDay = (ms: string) => `intDiv(${ms}, ${DAY_MS})`;
+const SESSION_DAY = msDay('toUnixTimestamp64Milli(UUIDv7ToDateTime(session_id))');
+
+/** Days since 1970 of a YYYYMMDD partition day. */
+const epochDay = (day: number) =>
+  Date.UTC(Math.floor(day / 10_000), (Math.floor(day / 100) % 100) - 1, day % 100) / DAY_MS;
+
+/**
+ * A condition on `session_paths` rows: the session belongs to one of the partitions `days`
+ * (YYYYMMDD) and lies wholly inside that (UTC) day. Reads only the id and the two times, so it
+ * works as a PREWHERE.
+ */
+export function coveredSessions(p: Params, days: number[]): string {
+  return `(${SESSION_DAY} IN ${p.bind('Array(Int64)', days.map(epochDay))}
+    AND ${msDay('toUnixTimestamp64Milli(session_start)')} = ${SESSION_DAY}
+    AND ${msDay('toUnixTimestamp64Milli(session_end)')} = ${SESSION_DAY})`;
+}
+
+/**
+ * Computes a breakdown's counts over the range asked for, restricted to the rows a condition
+ * selects, per partition day with `byDay` (else all under day 0); undefined when it cannot.
+ */
+export type ComputeCounts = (
+  restrict?: (p: Params) => string,
+  byDay?: boolean,
+) => Promise<Map<number, KeyedCounts> | undefined>;
+
+interface SummaryRow extends ValueCounts, Parts {
+  partition: number;
+  totals: number;
+}
+
+/**
+ * The summarized days of an unfiltered range for `parameter` and their counts added up, or
+ * undefined when none apply (no settled day wholly inside the range, or a cluster, where parts
+ * are per shard). A settled day without a summary of its current part gets one now (computed by
+ * `compute`, restricted to the day's covered sessions, and stored); should storing it fail, its
+ * counts still serve this answer.
+ */
+export async function summarizedDays(
+  ch: ClickHouse,
+  siteId: number,
+  common: CommonParams,
+  parameter: KeyedParameter,
+  settled: Settled | undefined,
+  compute: ComputeCounts,
+): Promise<{ partitions: number[]; counts: KeyedCounts } | undefined> {
+  if (!settled || settled.partitions.length === 0) return undefined;
+  const p = new Params();
+  const { from, to } = rangeBounds(p, common);
+  const dayStart = `parseDateTime(d, '%Y%m%d')`;
+  // The next midnight in the engine's zone, whatever the length of the day.
+  const dayEnd = `toStartOfDay(addHours(${dayStart}, 36))`;
+  const inRange = [
+    from && `${dayStart} >= ${from}`,
+    to && `${dayEnd} <= ${to}`,
+    // A day still receiving events would be summarized again at every merge of its parts.
+    `${dayEnd} <= now() - INTERVAL 1 HOUR`,
+  ].filter(Boolean);
+  const candidates = settled.partitions.filter((d) => /^\d{8}$/.test(d));
+  const [range] = await ch.query<{ tz: string; days: string[] }>(
+    `SELECT timezone() AS tz, arrayFilter(d -> ${inRange.join(' AND ')}, ${p.bind('Array(String)', candidates)}) AS days`,
+    p.values,
+  );
+  const partOf = new Map(settled.partitions.map((d, i) => [d, settled.parts[i]!]));
+  const days = (range?.days ?? []).map((d) => ({ day: Number(d), part: partOf.get(d)! }));
+  if (days.length === 0 || !range || !UTC_NAMES.includes(range.tz)) return undefined;
+
+  const q = new Params();
+  const stored = await ch.query<SummaryRow>(
+    `SELECT partition, totals, value AS v, n_sessions, n_events, bounces, top_ms, top_n, s_part, e_part
+     FROM metric_summaries FINAL
+     WHERE site_id = ${q.bind('UInt32', siteId)} AND parameter = ${q.bind('String', parameter)}
+       AND source_part IN ${q.bind(
+         'Array(String)',
+         days.map((d) => d.part),
+       )}`,
+    q.values,
+  );
+  const counts = emptyCounts();
+  const summarized = new Set<number>();
+  for (const r of stored) {
+    if (Number(r.totals) === 1) {
+      summarized.add(Number(r.partition));
+      counts.all_sessions += Number(r.s_part);
+      counts.all_events += Number(r.e_part);
+    } else addCounts(counts, r);
+  }
+  // The days without a summary, in one pass: their covered sessions have every event inside
+  // the range asked for, so that range's bounds keep all their keys, as the day's own would.
+  const missing = days.filter((d) => !summarized.has(d.day));
+  const built =
+    missing.length > 0
+      ? await compute(
+          (b) =>
+            coveredSessions(
+              b,
+              missing.map((d) => d.day),
+            ),
+          true,
+        )
+      : undefined;
+  if (built) {
+    const summaries = missing.map(({ day, part }) => ({
+      day,
+      part,
+      counts: built.get(day) ?? emptyCounts(),
+    }));
+    await store(ch, siteId, parameter, summaries).catch(() => {});
+    for (const { day, counts: c } of summaries) {
+      mergeCounts(counts, c);
+      summarized.add(day);
+    }
+  }
+  return summarized.size > 0 ? { partitions: [...summarized], counts } : undefined;
+}
+
+/** Summaries as rows (each value's counts, and a totals row per day), in one insert: all or nothing. */
+async function store(
+  ch: ClickHouse,
+  siteId: number,
+  parameter: KeyedParameter,
+  summaries: { day: number; part: string; counts: KeyedCounts }[],
+): Promise<void> {
+  const zero = { n_sessions: 0, n_events: 0, bounces: 0, top_ms: 0, top_n: 0 };
+  const values = summaries.flatMap(({ day, part, counts }) => {
+    const key = { site_id: siteId, parameter, partition: day, source_part: part };
+    return [
+      ...[...counts.byValue.values()].map(({ v, ...r }) => ({
+        ...key,
+        totals: 0,
+        value: v,
+        ...r,
+        s_part: 0,
+        e_part: 0,
+      })),
+      { ...key, totals: 1, value: '', ...zero, s_part: counts.all_sessions, e_part: counts.all_events },
+    ];
+  });
+  await ch.writer.insert({ table: 'metric_summaries', values, format: 'JSONEachRow' });
+}
