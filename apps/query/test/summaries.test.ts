@@ -1,4 +1,5 @@
 import { compactSessionDays, generateEvents, insertEvents, type StoredEvent } from '@trackhouse/clickhouse';
+import { uuidv7 } from '@trackhouse/core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { TEST_CLICKHOUSE } from '../../../test/helpers';
 import { createQueryHarness, type QueryHarness } from './harness';
@@ -14,6 +15,7 @@ let events: StoredEvent[];
 const RANGE = { startDate: '2026-06-03', endDate: '2026-06-12', timeZone: 'Asia/Kolkata' };
 const DAY = 20260607;
 const TAMPERED = '/only-in-the-summary';
+const SUMMARIZED = ['pathname', 'entry_page', 'exit_page', 'event_name', 'page_title', 'hostname'] as const;
 
 beforeAll(async () => {
   h = await createQueryHarness({ QUERY_RATE_LIMIT_MAX: '1000000' });
@@ -28,9 +30,38 @@ beforeAll(async () => {
       tieRate: 0.1,
     }),
   ];
+  events.push(...acrossMidnight(events[0]!));
   await insertEvents(h.ch, events);
   await compactSessionDays(h.ch, new Date('2027-01-01T00:00:00Z'));
 }, 120_000);
+/**
+ * Sessions crossing UTC midnight inside the summarized days and at their edges: left out of
+ * every summary, read from their events (a pageview on each side, each of its own page).
+ */
+function acrossMidnight(like: StoredEvent): StoredEvent[] {
+  return ['2026-06-04', '2026-06-07', '2026-06-12'].flatMap((day, d) => {
+    const midnight = Date.parse(`${day}T00:00:00Z`);
+    const sessionId = uuidv7(midnight - 120_000);
+    return [-120_000, -30_000, 45_000].map((offset, i) => {
+      const ms = midnight + offset;
+      const iso = new Date(ms).toISOString();
+      return {
+        ...like,
+        timestamp: `${iso.slice(0, 10)} ${iso.slice(11, 23)}`,
+        event_id: uuidv7(ms),
+        session_id: sessionId,
+        user_id: `00000000000000a${d}`,
+        type: 'pageview',
+        event_name: '',
+        properties: '{}',
+        props: {},
+        pathname: `/midnight/${d}/${i}`,
+        page_title: `Midnight ${d} ${i}`,
+      };
+    });
+  });
+}
+
 afterAll(async () => {
   await h.close();
 });
@@ -41,7 +72,7 @@ const metric = (parameter: string) =>
     { key: tenant.key },
   );
 
-const expected = (parameter: 'pathname' | 'entry_page' | 'exit_page' | 'event_name') =>
+const expected = (parameter: (typeof SUMMARIZED)[number]) =>
   ref.metric(ref.selection(events, tenant.siteId, full(RANGE)), parameter);
 
 const summaryDays = async (parameter: string) =>
@@ -65,7 +96,7 @@ const partOf = async (day: number) => {
 // Summaries read the parts of a single engine; a cluster reads every day from its sessions.
 describe.skipIf(TEST_CLICKHOUSE === 'cluster')('per-day summaries of the page breakdowns', () => {
   it('summarizes the whole UTC days of a range once, and answers as the events do', async () => {
-    for (const parameter of ['pathname', 'entry_page', 'exit_page', 'event_name'] as const) {
+    for (const parameter of SUMMARIZED) {
       const res = await metric(parameter);
       expect(res.status).toBe(200);
       expect({ parameter, ...res.body.data }).toEqual({ parameter, ...expected(parameter) });
@@ -81,29 +112,34 @@ describe.skipIf(TEST_CLICKHOUSE === 'cluster')('per-day summaries of the page br
   });
 
   it('reads a day from its summary while the day has one part, and from its sessions once it has another', async () => {
-    // A summary row only the summary holds: seen in the answer, it shows the summary was read.
+    // A summary row only the summary holds: seen in the answer, it shows the summary was read
+    // (the keyed breakdowns and the ones read from the events alike).
+    const part = await partOf(DAY);
     await h.ch.writer.insert({
       table: 'metric_summaries',
-      values: [
-        {
-          site_id: tenant.siteId,
-          parameter: 'pathname',
-          partition: DAY,
-          source_part: await partOf(DAY),
-          totals: 0,
-          value: TAMPERED,
-          n_sessions: 1_000_000,
-          n_events: 1,
-          bounces: 0,
-          top_ms: 0,
-          top_n: 0,
-          s_part: 0,
-          e_part: 0,
-        },
-      ],
+      values: ['pathname', 'page_title'].map((parameter) => ({
+        site_id: tenant.siteId,
+        parameter,
+        partition: DAY,
+        source_part: part,
+        totals: 0,
+        value: TAMPERED,
+        n_sessions: 1_000_000,
+        n_events: 1,
+        bounces: 0,
+        top_ms: 0,
+        top_n: 0,
+        s_part: 0,
+        e_part: 0,
+      })),
       format: 'JSONEachRow',
     });
-    expect((await metric('pathname')).body.data.data[0]).toMatchObject({ value: TAMPERED, count: 1_000_000 });
+    for (const parameter of ['pathname', 'page_title']) {
+      expect({ parameter, top: (await metric(parameter)).body.data.data[0] }).toMatchObject({
+        parameter,
+        top: { value: TAMPERED, count: 1_000_000 },
+      });
+    }
 
     // Late events in sessions of that day: its partition gains a part, its summary is left.
     const late = lateEvents(
@@ -121,10 +157,13 @@ describe.skipIf(TEST_CLICKHOUSE === 'cluster')('per-day summaries of the page br
     expect(res.body.data.data.map((r) => r.value)).not.toContain(TAMPERED);
     expect(res.body.data).toEqual(expected('pathname'));
     expect(res.body.data.data.map((r) => r.value)).toContain('/late');
+    const titles = await metric('page_title');
+    expect(titles.body.data).toEqual(expected('page_title'));
+    expect(titles.body.data.data.map((r) => r.value)).toContain('Late');
 
     // Merged into one part again: a new summary of the new part, the same answers.
     await compactSessionDays(h.ch, new Date('2027-01-01T00:00:00Z'));
-    for (const parameter of ['pathname', 'entry_page', 'exit_page', 'event_name'] as const) {
+    for (const parameter of SUMMARIZED) {
       expect({ parameter, ...(await metric(parameter)).body.data }).toEqual({
         parameter,
         ...expected(parameter),

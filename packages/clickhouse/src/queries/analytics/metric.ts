@@ -12,7 +12,7 @@ import {
   sessionsAt,
   sessionsWithin,
 } from './paths';
-import { readRollup, rollupApplies, rollupSessionRows, type Settled } from './rollup';
+import { fromRollup, readRollup, rollupApplies, rollupSessionRows, type Settled } from './rollup';
 import {
   countedSessions,
   EVENT_ORDER,
@@ -25,6 +25,7 @@ import {
 import {
   addCounts,
   coveredSessions,
+  daysSpan,
   emptyCounts,
   type KeyedCounts,
   type KeyedParameter,
@@ -32,6 +33,7 @@ import {
   PARTITION_DAY,
   type Parts,
   summarizedDays,
+  withinDays,
 } from './summaries';
 
 type SessionAttribute = (typeof SESSION_ATTRIBUTES)[number];
@@ -367,15 +369,26 @@ async function keyedMetricRows(
   parameter: KeyedParameter,
   settled: Settled | undefined,
 ): Promise<Row[] | undefined> {
-  const compute = (restrict?: (p: Params) => string, byDay?: boolean) =>
-    keyedCounts(ch, siteId, common, parameter, settled, restrict, byDay);
-  const days = await summarizedDays(ch, siteId, common, parameter, settled, compute);
-  const live = await compute(days && ((p) => `NOT ${coveredSessions(p, days.partitions)}`));
+  const days = await summarizedDays(ch, siteId, common, parameter, settled, (missing) =>
+    keyedCounts(ch, siteId, common, parameter, settled, (p) => coveredSessions(p, missing), true),
+  );
+  const live = await keyedCounts(
+    ch,
+    siteId,
+    common,
+    parameter,
+    settled,
+    days && ((p) => `NOT ${coveredSessions(p, days.partitions)}`),
+  );
   if (!live) return undefined;
   const counts = emptyCounts();
   for (const part of live.values()) mergeCounts(counts, part);
   if (days) mergeCounts(counts, days.counts);
-  const isEvent = parameter === 'event_name';
+  return rankedValues(counts, parameter === 'event_name');
+}
+
+/** Values ranked (empty ones left out), each with the totals: by count, ties by value. */
+function rankedValues(counts: KeyedCounts, isEvent: boolean): Row[] {
   const ranked = [...counts.byValue.values()]
     .filter((r) => r.v !== '')
     .sort((a, b) =>
@@ -389,6 +402,76 @@ async function keyedMetricRows(
     all_events: counts.all_events,
     n_values: ranked.length,
   }));
+}
+
+/** Page values with summaries that are read from the events. */
+type EventValueParameter = 'page_title' | 'hostname';
+const isEventValue = (p: MetricParameter): p is EventValueParameter => p === 'page_title' || p === 'hostname';
+
+/** Counts per day of `byEventValue` rows (totals from each day's first row: windows per day). */
+function countsByDay(rows: (Row & { day: number })[]): Map<number, KeyedCounts> {
+  const byDay = new Map<number, KeyedCounts>();
+  for (const r of rows) {
+    const day = Number(r.day);
+    let counts = byDay.get(day);
+    if (!counts) {
+      counts = { ...emptyCounts(), all_sessions: Number(r.all_sessions), all_events: Number(r.all_events) };
+      byDay.set(day, counts);
+    }
+    addCounts(counts, r);
+  }
+  return byDay;
+}
+
+/**
+ * Page titles or hostnames, unfiltered, with summaries (summaries.ts): the whole days in range
+ * that have one read from it, the range's other events grouped by session as `byEventValue` does.
+ * Those are the events outside the summarized days, and every event in range of the sessions
+ * that are not covered but reach into those days (listed from `session_paths`: sessions crossing
+ * midnight, mostly). Undefined without summarized days or when too many such sessions would be
+ * listed: the answer is then ranked in SQL as with filters.
+ */
+async function eventValueRows(
+  ch: ClickHouse,
+  siteId: number,
+  common: CommonParams,
+  parameter: EventValueParameter,
+  settled: Settled | undefined,
+): Promise<Row[] | undefined> {
+  const days = await summarizedDays(ch, siteId, common, parameter, settled, async (missing) => {
+    const q = new Params();
+    const covered = `(${withinDays(q, missing)} AND session_id IN (SELECT session_id FROM session_paths
+      WHERE site_id = ${q.bind('UInt32', siteId)} AND ${coveredSessions(q, missing)}))`;
+    const rows = await ch.query<Row & { day: number }>(
+      `SELECT * FROM (${byEventValue(q, siteId, common, parameter, covered, true)})`,
+      q.values,
+    );
+    return countsByDay(rows);
+  });
+  if (!days) return undefined;
+  const p = new Params();
+  const span = daysSpan(p, days.partitions);
+  const [listed] = await ch.query<{ ids: string[]; n: number }>(
+    `SELECT groupArray(${MAX_LISTED_SESSIONS})(session_id) AS ids, count() AS n FROM (${fromRollup(
+      p,
+      `site_id = ${p.bind('UInt32', siteId)} AND session_end >= ${span.from} AND session_start < ${span.to}`,
+      () => 'session_id',
+      settled,
+      'session_paths',
+      `NOT ${coveredSessions(p, days.partitions)}`,
+    )})`,
+    p.values,
+  );
+  if (!listed || Number(listed.n) > MAX_LISTED_SESSIONS) return undefined;
+  const q = new Params();
+  const rest = `(NOT ${withinDays(q, days.partitions)} OR session_id IN ${q.bind('Array(UUID)', listed.ids)})`;
+  const rows = await ch.query<Row & { day: number }>(
+    `SELECT * FROM (${byEventValue(q, siteId, common, parameter, rest)})`,
+    q.values,
+  );
+  const counts = countsByDay(rows).get(0) ?? emptyCounts();
+  mergeCounts(counts, days.counts);
+  return rankedValues(counts, false);
 }
 
 /**
@@ -428,7 +511,13 @@ export async function metric(
           (settled) => keyedMetricRows(ch, siteId, common, parameter, settled),
           'session_paths',
         )
-      : undefined;
+      : isEventValue(parameter) && rollupApplies(ch, common)
+        ? await readRollup(
+            ch,
+            (settled) => eventValueRows(ch, siteId, common, parameter, settled),
+            'session_paths',
+          )
+        : undefined;
   const { rows, totals } = keyed
     ? { rows: keyed.slice(page.offset, page.offset + page.limit), totals: keyed[0] }
     : rolled

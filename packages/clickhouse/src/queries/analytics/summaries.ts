@@ -15,6 +15,8 @@ import type { Settled } from './rollup';
  */
 
 export type KeyedParameter = 'pathname' | 'entry_page' | 'exit_page' | 'event_name';
+/** Breakdowns with summaries: the keyed ones, and page titles and hostnames (read from the events). */
+export type SummarizedParameter = KeyedParameter | 'page_title' | 'hostname';
 
 /** A value's counts: sums over disjoint sets of sessions add up. */
 export interface ValueCounts {
@@ -98,13 +100,33 @@ export function coveredSessions(p: Params, days: number[]): string {
 }
 
 /**
- * Computes a breakdown's counts over the range asked for, restricted to the rows a condition
- * selects, per partition day with `byDay` (else all under day 0); undefined when it cannot.
+ * A condition on events: their time lies inside one of `days` (partitions, YYYYMMDD, as UTC
+ * days), as bounds on `timestamp` (the sort key), one pair per run of consecutive days.
  */
-export type ComputeCounts = (
-  restrict?: (p: Params) => string,
-  byDay?: boolean,
-) => Promise<Map<number, KeyedCounts> | undefined>;
+export function withinDays(p: Params, days: number[]): string {
+  const sorted = [...new Set(days.map(epochDay))].sort((a, b) => a - b);
+  const runs: [number, number][] = [];
+  for (const d of sorted) {
+    const last = runs.at(-1);
+    if (last && last[1] === d) last[1] = d + 1;
+    else runs.push([d, d + 1]);
+  }
+  const at = (day: number) => `toDateTime64(${p.bind('Int64', day * 86_400)}, 3, 'UTC')`;
+  return `(${runs.map(([a, b]) => `(timestamp >= ${at(a)} AND timestamp < ${at(b)})`).join(' OR ') || '0'})`;
+}
+
+/** The first and last instants of `days` (partitions, YYYYMMDD, as UTC days): from, and before. */
+export function daysSpan(p: Params, days: number[]): { from: string; to: string } {
+  const numbers = days.map(epochDay);
+  const at = (day: number) => `toDateTime64(${p.bind('Int64', day * 86_400)}, 3, 'UTC')`;
+  return { from: at(Math.min(...numbers)), to: at(Math.max(...numbers) + 1) };
+}
+
+/**
+ * Computes a breakdown's counts over the covered sessions of `days` (see coveredSessions) in
+ * the range asked for, per partition day; undefined when it cannot.
+ */
+export type BuildCounts = (days: number[]) => Promise<Map<number, KeyedCounts> | undefined>;
 
 interface SummaryRow extends ValueCounts, Parts {
   partition: number;
@@ -115,16 +137,16 @@ interface SummaryRow extends ValueCounts, Parts {
  * The summarized days of an unfiltered range for `parameter` and their counts added up, or
  * undefined when none apply (no settled day wholly inside the range, or a cluster, where parts
  * are per shard). A settled day without a summary of its current part gets one now (computed by
- * `compute`, restricted to the day's covered sessions, and stored); should storing it fail, its
+ * `build`, over the day's covered sessions, and stored); should storing it fail, its
  * counts still serve this answer.
  */
 export async function summarizedDays(
   ch: ClickHouse,
   siteId: number,
   common: CommonParams,
-  parameter: KeyedParameter,
+  parameter: SummarizedParameter,
   settled: Settled | undefined,
-  compute: ComputeCounts,
+  build: BuildCounts,
 ): Promise<{ partitions: number[]; counts: KeyedCounts } | undefined> {
   if (!settled || settled.partitions.length === 0) return undefined;
   const p = new Params();
@@ -168,19 +190,9 @@ export async function summarizedDays(
     } else addCounts(counts, r);
   }
   // The days without a summary, in one pass: their covered sessions have every event inside
-  // the range asked for, so that range's bounds keep all their keys, as the day's own would.
+  // the range asked for, so that range's bounds keep all of them, as the day's own would.
   const missing = days.filter((d) => !summarized.has(d.day));
-  const built =
-    missing.length > 0
-      ? await compute(
-          (b) =>
-            coveredSessions(
-              b,
-              missing.map((d) => d.day),
-            ),
-          true,
-        )
-      : undefined;
+  const built = missing.length > 0 ? await build(missing.map((d) => d.day)) : undefined;
   if (built) {
     const summaries = missing.map(({ day, part }) => ({
       day,
@@ -200,7 +212,7 @@ export async function summarizedDays(
 async function store(
   ch: ClickHouse,
   siteId: number,
-  parameter: KeyedParameter,
+  parameter: SummarizedParameter,
   summaries: { day: number; part: string; counts: KeyedCounts }[],
 ): Promise<void> {
   const zero = { n_sessions: 0, n_events: 0, bounces: 0, top_ms: 0, top_n: 0 };
