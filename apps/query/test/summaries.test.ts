@@ -95,23 +95,28 @@ const partOf = async (day: number) => {
 
 // Summaries read the parts of a single engine; a cluster reads every day from its sessions.
 describe.skipIf(TEST_CLICKHOUSE === 'cluster')('per-day summaries of the page breakdowns', () => {
-  it('summarizes the whole UTC days of a range once, and answers as the events do', async () => {
+  it('summarizes the whole UTC days of a range, a week of them per read, and answers as the events do', async () => {
+    // 3 June 00:00 in Kolkata is 2 June 18:30 UTC, 13 June 00:00 is 12 June 18:30: the UTC
+    // days 3 to 11 lie wholly inside.
+    const inside = [3, 4, 5, 6, 7, 8, 9, 10, 11].map((d) => 20260600 + d);
     for (const parameter of SUMMARIZED) {
-      const res = await metric(parameter);
-      expect(res.status).toBe(200);
-      expect({ parameter, ...res.body.data }).toEqual({ parameter, ...expected(parameter) });
-      // 3 June 00:00 in Kolkata is 2 June 18:30 UTC, 13 June 00:00 is 12 June 18:30: the UTC
-      // days 3 to 11 lie wholly inside.
-      expect({ parameter, days: await summaryDays(parameter) }).toEqual({
-        parameter,
-        days: [3, 4, 5, 6, 7, 8, 9, 10, 11].map((d) => 20260600 + d),
-      });
-      const again = await metric(parameter);
-      expect(again.body).toEqual(res.body);
+      const first = await metric(parameter);
+      expect(first.status).toBe(200);
+      expect({ parameter, ...first.body.data }).toEqual({ parameter, ...expected(parameter) });
+      const built = await summaryDays(parameter);
+      expect({ parameter, built: built.length }).toEqual({ parameter, built: 7 });
+      expect(inside).toEqual(expect.arrayContaining(built));
+      const second = await metric(parameter);
+      expect(second.body).toEqual(first.body);
+      expect({ parameter, days: await summaryDays(parameter) }).toEqual({ parameter, days: inside });
+      expect((await metric(parameter)).body).toEqual(first.body);
     }
   });
 
   it('reads a day from its summary while the day has one part, and from its sessions once it has another', async () => {
+    // Every day summarized (two reads build up to 14 days).
+    for (const parameter of ['pathname', 'page_title', 'pathname', 'page_title']) await metric(parameter);
+    expect(await summaryDays('page_title')).toContain(DAY);
     // A summary row only the summary holds: seen in the answer, it shows the summary was read
     // (the keyed breakdowns and the ones read from the events alike).
     const part = await partOf(DAY);

@@ -128,6 +128,9 @@ export function daysSpan(p: Params, days: number[]): { from: string; to: string 
  */
 export type BuildCounts = (days: number[]) => Promise<Map<number, KeyedCounts> | undefined>;
 
+/** Most days one read summarizes. */
+const MAX_BUILT_DAYS = 7;
+
 interface SummaryRow extends ValueCounts, Parts {
   partition: number;
   totals: number;
@@ -189,9 +192,11 @@ export async function summarizedDays(
       counts.all_events += Number(r.e_part);
     } else addCounts(counts, r);
   }
-  // The days without a summary, in one pass: their covered sessions have every event inside
-  // the range asked for, so that range's bounds keep all of them, as the day's own would.
-  const missing = days.filter((d) => !summarized.has(d.day));
+  // Days without a summary, a week of them at most, in one pass: their covered sessions have
+  // every event inside the range asked for, so that range's bounds keep all of them, as the
+  // day's own would. The others are read from their sessions this time: a first read costs
+  // about what it did without summaries, and the next ones build the rest.
+  const missing = days.filter((d) => !summarized.has(d.day)).slice(0, MAX_BUILT_DAYS);
   const built = missing.length > 0 ? await build(missing.map((d) => d.day)) : undefined;
   if (built) {
     const summaries = missing.map(({ day, part }) => ({
