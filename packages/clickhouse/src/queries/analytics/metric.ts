@@ -33,6 +33,7 @@ import {
   PARTITION_DAY,
   type Parts,
   summarizedDays,
+  type ValueCounts,
   withinDays,
 } from './summaries';
 
@@ -65,16 +66,12 @@ export interface MetricItem {
   time_on_page_seconds?: number;
 }
 
-/** One value's counts, and the totals over every value (the empty one included). */
-interface Row {
-  v: string;
-  /** Sessions counted under the value. */
-  n_sessions: number;
-  /** Session-level: those sessions' pageviews; page-level: pageviews; event_name: custom events. */
-  n_events: number;
-  bounces: number;
-  top_ms: number;
-  top_n: number;
+/**
+ * One value's counts, and the totals over every value (the empty one included). `n_sessions`:
+ * sessions counted under the value; `n_events`: session-level, those sessions' pageviews;
+ * page-level, pageviews; event_name, custom events.
+ */
+interface Row extends ValueCounts {
   all_sessions: number;
   all_events: number;
   n_values: number;
