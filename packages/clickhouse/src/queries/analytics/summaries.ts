@@ -3,11 +3,12 @@ import { type CommonParams, Params, rangeBounds } from '../builder';
 import type { Settled } from './rollup';
 
 /**
- * Per-day summaries of the unfiltered keyed breakdowns (`metric_summaries`, migration 0007).
+ * Per-day summaries of the unfiltered page breakdowns (`metric_summaries`, migration 0007).
  *
- * A day here is a `session_paths` partition: the sessions that began that UTC day (the partition
- * key's day, with the engine in UTC; in another zone, nothing is summarized). A summary holds the counts of the partition's
- * sessions that lie wholly inside the day, computed from the partition's single part. When
+ * A day here is a `session_paths` partition: the sessions that began that UTC day (the
+ * partition key's day, with the engine in UTC; in another zone, nothing is summarized). A
+ * summary holds the counts of the partition's sessions that lie wholly inside the day,
+ * computed from the partition's single part. When
  * that day lies wholly inside a range, those sessions have every event in the range, so their
  * share of the answer is the summary's; the range's other sessions (days cut by the range,
  * partitions with several parts, sessions crossing midnight) are read as before. Both parts
