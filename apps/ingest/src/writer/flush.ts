@@ -37,15 +37,20 @@ export async function sendSegment(ctx: FlushContext, segment: Segment): Promise<
   const started = performance.now();
   if (segment.rows > 0) {
     const target = { ch: ctx.ch, table: ctx.table, scratchPath: `${segment.path}.part` };
+    let whole = true;
     try {
       // A segment is one insert block (at most ~1M rows): ClickHouse parses all of it before
       // it writes any, so a refused segment stored nothing under its own token.
       await insertFile(target, segment.path, segment.name);
-      if (segment.resent) await restore(ctx, segment, target);
-      ctx.metrics.rowsStored.inc(segment.rows);
     } catch (err) {
       if (!isContentError(err)) throw err;
       await salvage(ctx, segment, target, err);
+      whole = false;
+    }
+    // Outside the try: a failing lookup is retried with the segment, never taken for refused rows.
+    if (whole) {
+      if (segment.resent) await restore(ctx, segment, target);
+      ctx.metrics.rowsStored.inc(segment.rows);
     }
     ctx.metrics.flushSeconds.observe((performance.now() - started) / 1000);
     ctx.metrics.batchRows.observe(segment.rows);
