@@ -49,12 +49,12 @@ export function pathRows(
   prewhere?: string,
 ): string {
   const { from, to } = rangeBounds(p, common);
-  const overlaps = [...(to ? [`session_start < ${to}`] : []), ...(from ? [`session_end >= ${from}`] : [])];
-  const where = [`site_id = ${p.bind('UInt32', siteId)}`, ...overlaps].join(' AND ');
-  // An explicit PREWHERE keeps the engine from moving conditions there itself: the times go
-  // with it, so that the keys are read only for the sessions of the range.
-  const early = prewhere ? [...overlaps, prewhere].join(' AND ') : undefined;
-  return fromRollup(p, where, select, settled, 'session_paths', early);
+  const where = [
+    `site_id = ${p.bind('UInt32', siteId)}`,
+    ...(to ? [`session_start < ${to}`] : []),
+    ...(from ? [`session_end >= ${from}`] : []),
+  ].join(' AND ');
+  return fromRollup(p, where, select, settled, 'session_paths', prewhere);
 }
 
 /**
