@@ -100,6 +100,9 @@ export function coveredSessions(p: Params, days: number[]): string {
     AND ${msDay('toUnixTimestamp64Milli(session_end)')} = ${SESSION_DAY})`;
 }
 
+/** The instant a day since 1970 begins (UTC), bound. */
+const dayAt = (p: Params, day: number) => `toDateTime64(${p.bind('Int64', day * 86_400)}, 3, 'UTC')`;
+
 /**
  * A condition on events: their time lies inside one of `days` (partitions, YYYYMMDD, as UTC
  * days), as bounds on `timestamp` (the sort key), one pair per run of consecutive days.
@@ -112,15 +115,13 @@ export function withinDays(p: Params, days: number[]): string {
     if (last && last[1] === d) last[1] = d + 1;
     else runs.push([d, d + 1]);
   }
-  const at = (day: number) => `toDateTime64(${p.bind('Int64', day * 86_400)}, 3, 'UTC')`;
-  return `(${runs.map(([a, b]) => `(timestamp >= ${at(a)} AND timestamp < ${at(b)})`).join(' OR ') || '0'})`;
+  return `(${runs.map(([a, b]) => `(timestamp >= ${dayAt(p, a)} AND timestamp < ${dayAt(p, b)})`).join(' OR ') || '0'})`;
 }
 
 /** The first and last instants of `days` (partitions, YYYYMMDD, as UTC days): from, and before. */
 export function daysSpan(p: Params, days: number[]): { from: string; to: string } {
   const numbers = days.map(epochDay);
-  const at = (day: number) => `toDateTime64(${p.bind('Int64', day * 86_400)}, 3, 'UTC')`;
-  return { from: at(Math.min(...numbers)), to: at(Math.max(...numbers) + 1) };
+  return { from: dayAt(p, Math.min(...numbers)), to: dayAt(p, Math.max(...numbers) + 1) };
 }
 
 /**
