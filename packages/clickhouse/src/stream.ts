@@ -26,14 +26,28 @@ export function serverStream(client: ClickHouseClient): ResultStream {
 /**
  * The embedded engine's client connections materialize whole results, so streamed reads open a
  * native session of their own on the same data directory (one active stream per session): the
- * engine hands over one block at a time, fetched only when the previous one was consumed.
+ * engine hands over one block at a time. The next block is fetched as soon as one is handed on,
+ * so the engine builds it while the caller writes the last one out (one block ahead at most:
+ * memory stays flat); fetching only when asked left the engine idle during every socket write
+ * (an export of 10 M events over HTTP took 27 s, 18-22 s ahead).
  */
 export function embeddedStream(path: string): ResultStream {
   return async function* (sql, params, format) {
     const session = new Session(path);
+    let next: Promise<unknown> | undefined;
     try {
-      for await (const chunk of session.queryStreamBind(sql, params, { format })) yield chunk.raw();
+      const chunks = session.queryStreamBind(sql, params, { format })[Symbol.asyncIterator]();
+      next = chunks.next();
+      while (true) {
+        const chunk = await (next as ReturnType<typeof chunks.next>);
+        if (chunk.done) break;
+        next = chunks.next();
+        yield chunk.value.raw();
+      }
     } finally {
+      // A caller that stops early leaves the fetch ahead in flight: its failure has no reader
+      // and must not surface as an unhandled rejection (which would stop the process).
+      next?.catch(() => {});
       session.close();
     }
   };

@@ -296,6 +296,39 @@ describe('embedded ClickHouse', () => {
     // The server form pools sockets inside one client; the embedded form holds a pool of clients.
     if (ch.kind === 'embedded') expect(ch.reader()).not.toBe(ch.reader());
   });
+
+  it('streams a result whole and in order, and a reader that leaves midway leaves no fetch behind', async () => {
+    const sql = 'SELECT number FROM numbers({n:UInt64}) SETTINGS max_block_size = 1000';
+    const chunks: Buffer[] = [];
+    for await (const chunk of ch.stream(sql, { n: 50_000 }, 'TabSeparatedRaw'))
+      chunks.push(Buffer.from(chunk));
+    const lines = Buffer.concat(chunks).toString().trimEnd().split('\n');
+    expect(lines).toEqual(Array.from({ length: 50_000 }, (_, i) => String(i)));
+
+    // The embedded form fetches the next block as it hands one on: leaving after the first
+    // leaves a fetch in flight. Here that fetch fails (the second block throws); the failure
+    // must settle unobserved, where an unhandled rejection would stop the process. (A server
+    // answers that query with its error before the first block.)
+    const failing =
+      "SELECT throwIf(number = 1500, 'second block') AS x FROM numbers(100000) SETTINGS max_block_size = 1000";
+    const unhandled: unknown[] = [];
+    const onUnhandled = (reason: unknown) => unhandled.push(reason);
+    process.on('unhandledRejection', onUnhandled);
+    try {
+      const leaving: [string, number][] = [[sql, 2_000_000]];
+      if (ch.kind === 'embedded') leaving.unshift([failing, 0]);
+      for (const [query, n] of leaving) {
+        let seen = 0;
+        for await (const _ of ch.stream(query, { n }, 'TabSeparatedRaw')) if (++seen === 1) break;
+        expect(seen).toBe(1);
+      }
+      await new Promise((resolve) => setTimeout(resolve, 200));
+    } finally {
+      process.off('unhandledRejection', onUnhandled);
+    }
+    expect(unhandled).toEqual([]);
+    expect(await ch.query<{ n: number }>('SELECT count() AS n FROM numbers(10)')).toEqual([{ n: 10 }]);
+  });
 });
 
 describe('read limits', () => {
