@@ -29,7 +29,7 @@ export function serverStream(client: ClickHouseClient): ResultStream {
  * engine hands over one block at a time. The next block is fetched as soon as one is handed on,
  * so the engine builds it while the caller writes the last one out (one block ahead at most:
  * memory stays flat); fetching only when asked left the engine idle during every socket write
- * (an export of 10 M events over HTTP took 27 s, 18-22 s ahead).
+ * (10 M events exported through a bare node:http handler: 27.5 s, 18-23 s ahead).
  */
 export function embeddedStream(path: string): ResultStream {
   return async function* (sql, params, format) {
