@@ -92,21 +92,22 @@ async function peakRss<T>(pid: number, work: () => Promise<T>): Promise<[T, numb
 }
 
 /**
- * Streams the range's day before the last, then the whole range, as exports: events per second of the whole
- * range, and the server's RSS growth. The engine grows by a similar amount (about 250 MB) on the
- * first export of a process whatever its size (caches and allocator arenas of the columns read),
- * so the growth that tells whether memory stays flat is the whole range's over the server that
- * exported one day; the first day's growth over a cold server is printed beside it.
+ * Streams one whole day (the day before the range's last), then the whole range, as exports:
+ * events per second of the range, and the server's RSS growth. The engine grows by a similar
+ * amount (about 250 MB) on the first export of a process whatever its size (caches and
+ * allocator arenas of the columns read), so the growth that tells whether memory stays flat is
+ * the range's over the server that exported one day; the day's growth over a cold server is
+ * printed beside it.
  */
 async function measureExport(
   base: string,
-  lastDay: string,
+  oneDay: string,
   range: string,
   headers: Record<string, string>,
   pid: number,
 ) {
   const cold = rssMb(pid);
-  const [, afterDay] = await peakRss(pid, () => download(`${base}/export?${lastDay}`, headers));
+  const [, afterDay] = await peakRss(pid, () => download(`${base}/export?${oneDay}`, headers));
   const before = rssMb(pid);
   const t0 = performance.now();
   const [{ lines, bytes }, peak] = await peakRss(pid, () => download(`${base}/export?${range}`, headers));
@@ -266,8 +267,8 @@ export async function benchQuery(args: string[]): Promise<void> {
     if (!only || new RegExp(only).test('export')) {
       // Yesterday: a whole day of events, whatever the hour of the run.
       const day = new Date(end.getTime() - 86_400_000).toISOString().slice(0, 10);
-      const lastDay = `start_date=${day}&end_date=${day}&time_zone=Europe/Berlin`;
-      const exported = await measureExport(base, lastDay, range, headers, server.child.pid!);
+      const oneDay = `start_date=${day}&end_date=${day}&time_zone=Europe/Berlin`;
+      const exported = await measureExport(base, oneDay, range, headers, server.child.pid!);
       console.log('\nexport (NDJSON, the whole range, one request)\n');
       console.table([exported]);
       exportOk = exported.ok;

@@ -34,20 +34,24 @@ export function serverStream(client: ClickHouseClient): ResultStream {
 export function embeddedStream(path: string): ResultStream {
   return async function* (sql, params, format) {
     const session = new Session(path);
-    let next: Promise<unknown> | undefined;
     try {
       const chunks = session.queryStreamBind(sql, params, { format })[Symbol.asyncIterator]();
-      next = chunks.next();
+      // The fetch ahead may fail while the caller still holds the last block, or after it
+      // stopped early: marked as observed at once, its failure waits for the next read (or
+      // for nobody) instead of surfacing as an unhandled rejection, which stops the process.
+      const fetch = () => {
+        const next = chunks.next();
+        next.catch(() => {});
+        return next;
+      };
+      let next = fetch();
       while (true) {
-        const chunk = await (next as ReturnType<typeof chunks.next>);
+        const chunk = await next;
         if (chunk.done) break;
-        next = chunks.next();
+        next = fetch();
         yield chunk.value.raw();
       }
     } finally {
-      // A caller that stops early leaves the fetch ahead in flight: its failure has no reader
-      // and must not surface as an unhandled rejection (which would stop the process).
-      next?.catch(() => {});
       session.close();
     }
   };

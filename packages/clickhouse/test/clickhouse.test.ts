@@ -322,6 +322,15 @@ describe('embedded ClickHouse', () => {
         for await (const _ of ch.stream(query, { n }, 'TabSeparatedRaw')) if (++seen === 1) break;
         expect(seen).toBe(1);
       }
+      if (ch.kind === 'embedded') {
+        // A reader slow with the first block while the fetch ahead fails: the failure waits for
+        // it, and reaches it as the stream's error.
+        const read = async () => {
+          for await (const _ of ch.stream(failing, {}, 'TabSeparatedRaw'))
+            await new Promise((resolve) => setTimeout(resolve, 300));
+        };
+        await expect(read()).rejects.toThrow(/second block/);
+      }
       await new Promise((resolve) => setTimeout(resolve, 200));
     } finally {
       process.off('unhandledRejection', onUnhandled);
