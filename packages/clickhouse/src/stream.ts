@@ -39,16 +39,16 @@ export function embeddedStream(path: string): ResultStream {
       // The fetch ahead may fail while the caller still holds the last block, or after it
       // stopped early: marked as observed at once, its failure waits for the next read (or
       // for nobody) instead of surfacing as an unhandled rejection, which stops the process.
-      const fetch = () => {
+      const fetchNext = () => {
         const next = chunks.next();
         next.catch(() => {});
         return next;
       };
-      let next = fetch();
+      let next = fetchNext();
       while (true) {
         const chunk = await next;
         if (chunk.done) break;
-        next = fetch();
+        next = fetchNext();
         yield chunk.value.raw();
       }
     } finally {
