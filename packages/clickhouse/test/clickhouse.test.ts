@@ -306,11 +306,12 @@ describe('embedded ClickHouse', () => {
     expect(lines).toEqual(Array.from({ length: 50_000 }, (_, i) => String(i)));
 
     // The embedded form fetches the next block as it hands one on: leaving after the first
-    // leaves a fetch in flight. Here that fetch fails (the second block throws); the failure
-    // must settle unobserved, where an unhandled rejection would stop the process. (A server
-    // answers that query with its error before the first block.)
-    const failing =
-      "SELECT throwIf(number = 1500, 'second block') AS x FROM numbers(100000) SETTINGS max_block_size = 1000";
+    // leaves a fetch in flight. Here that fetch fails (the second block throws, after a second,
+    // so that the first is surely handed over before); the failure must settle unobserved,
+    // where an unhandled rejection would stop the process. (A server answers that query with
+    // its error before the first block.)
+    const failing = `SELECT throwIf(number = 1500 AND sleepEachRow(1) = 0, 'second block') AS x
+      FROM numbers(100000) SETTINGS max_block_size = 1000`;
     const unhandled: unknown[] = [];
     const onUnhandled = (reason: unknown) => unhandled.push(reason);
     process.on('unhandledRejection', onUnhandled);
@@ -323,15 +324,16 @@ describe('embedded ClickHouse', () => {
         expect(seen).toBe(1);
       }
       if (ch.kind === 'embedded') {
-        // A reader slow with the first block while the fetch ahead fails: the failure waits for
-        // it, and reaches it as the stream's error.
+        // A reader still holding the first block when the fetch ahead fails: the failure waits
+        // for it, and reaches it as the stream's error.
         const read = async () => {
           for await (const _ of ch.stream(failing, {}, 'TabSeparatedRaw'))
-            await new Promise((resolve) => setTimeout(resolve, 300));
+            await new Promise((resolve) => setTimeout(resolve, 1_500));
         };
         await expect(read()).rejects.toThrow(/second block/);
       }
-      await new Promise((resolve) => setTimeout(resolve, 200));
+      // The abandoned fetch fails a second after it began.
+      await new Promise((resolve) => setTimeout(resolve, 1_500));
     } finally {
       process.off('unhandledRejection', onUnhandled);
     }
