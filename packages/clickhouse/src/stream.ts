@@ -2,7 +2,7 @@ import type { ClickHouseClient } from '@clickhouse/client';
 import { Session } from 'chdb';
 
 /** Output formats a streamed read may ask for (names of ClickHouse formats). */
-export type StreamFormat = 'JSONEachRow' | 'CSVWithNames' | 'TabSeparatedRaw';
+export type StreamFormat = 'JSONEachRow' | 'CSV' | 'TabSeparatedRaw';
 
 export type ResultStream = (
   sql: string,

@@ -99,5 +99,25 @@ export function exportEvents(
     SETTINGS prefer_column_name_to_alias = 1, optimize_read_in_order = 1,
       read_in_order_use_buffering = 0, max_threads = 1,
       output_format_json_escape_forward_slashes = 0`;
-  return ch.stream(sql, p.values, format === 'csv' ? 'CSVWithNames' : 'TabSeparatedRaw');
+  if (format === 'ndjson') return ch.stream(sql, p.values, 'TabSeparatedRaw');
+  return withHeader(CSV_HEADER, ch.stream(sql, p.values, 'CSV'));
+}
+
+/** The CSV header row, quoted as the engine quotes text. */
+const CSV_HEADER = new TextEncoder().encode(`${FIELDS.map(([name]) => `"${name}"`).join(',')}\n`);
+
+/**
+ * `chunks` behind one header row. `CSVWithNames` repeats its header in every chunk of the
+ * embedded engine's streams (each block is written as a result of its own), so the header is
+ * written here, once: after the first chunk arrived (a query that fails at once
+ * still fails before any byte), or alone for an empty result.
+ */
+async function* withHeader(header: Uint8Array, chunks: AsyncIterable<Uint8Array>): AsyncIterable<Uint8Array> {
+  let first = true;
+  for await (const chunk of chunks) {
+    if (first) yield header;
+    first = false;
+    yield chunk;
+  }
+  if (first) yield header;
 }
