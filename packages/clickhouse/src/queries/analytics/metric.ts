@@ -504,22 +504,17 @@ export async function metric(
     );
   };
   const ranked = (settled?: Settled) => rankedPage((limit, offset) => run(limit, offset, settled), page);
-  const keyed =
-    isKeyed(parameter) && rollupApplies(ch, common)
-      ? await readRollup(
-          ch,
-          (settled) => keyedMetricRows(ch, siteId, common, parameter, settled),
-          'session_paths',
-        )
-      : isEventValue(parameter) && rollupApplies(ch, common)
-        ? await readRollup(
-            ch,
-            (settled) => eventValueRows(ch, siteId, common, parameter, settled),
-            'session_paths',
-          )
+  // Unfiltered page values and event names: every value ranked in the service, with summaries.
+  const summarized = !rollupApplies(ch, common)
+    ? undefined
+    : isKeyed(parameter)
+      ? (settled?: Settled) => keyedMetricRows(ch, siteId, common, parameter, settled)
+      : isEventValue(parameter)
+        ? (settled?: Settled) => eventValueRows(ch, siteId, common, parameter, settled)
         : undefined;
-  const { rows, totals } = keyed
-    ? { rows: keyed.slice(page.offset, page.offset + page.limit), totals: keyed[0] }
+  const all = summarized ? await readRollup(ch, summarized, 'session_paths') : undefined;
+  const { rows, totals } = all
+    ? { rows: all.slice(page.offset, page.offset + page.limit), totals: all[0] }
     : rolled
       ? await readRollup(ch, ranked)
       : await ranked();

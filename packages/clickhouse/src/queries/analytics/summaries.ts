@@ -8,11 +8,11 @@ import type { Settled } from './rollup';
  * A day here is a `session_paths` partition: the sessions that began that UTC day (the
  * partition key's day, with the engine in UTC; in another zone, nothing is summarized). A
  * summary holds the counts of the partition's sessions that lie wholly inside the day,
- * computed from the partition's single part. When
- * that day lies wholly inside a range, those sessions have every event in the range, so their
- * share of the answer is the summary's; the range's other sessions (days cut by the range,
- * partitions with several parts, sessions crossing midnight) are read as before. Both parts
- * are disjoint sets of sessions, so their counts add up.
+ * computed from the partition's single part. When that day lies wholly inside a range, those
+ * sessions have every event in the range, so their share of the answer is the summary's; the
+ * range's other sessions (days cut by the range, partitions with several parts, sessions
+ * crossing midnight) are read as before. Both parts are disjoint sets of sessions, so their
+ * counts add up.
  */
 
 export type KeyedParameter = 'pathname' | 'entry_page' | 'exit_page' | 'event_name';
