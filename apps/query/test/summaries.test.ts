@@ -1,5 +1,5 @@
 import { compactSessionDays, generateEvents, insertEvents, type StoredEvent } from '@trackhouse/clickhouse';
-import { uuidv7 } from '@trackhouse/core';
+import { uuidv7, uuidv7FromSeed } from '@trackhouse/core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { TEST_CLICKHOUSE } from '../../../test/helpers';
 import { createQueryHarness, type QueryHarness } from './harness';
@@ -30,7 +30,7 @@ beforeAll(async () => {
       tieRate: 0.1,
     }),
   ];
-  events.push(...acrossMidnight(events[0]!));
+  events.push(...acrossMidnight(events[0]!), ...pastShortRange(events[0]!));
   await insertEvents(h.ch, events);
   await compactSessionDays(h.ch, new Date('2027-01-01T00:00:00Z'));
 }, 120_000);
@@ -62,18 +62,49 @@ function acrossMidnight(like: StoredEvent): StoredEvent[] {
   });
 }
 
+/** A range whose last whole UTC day is 8 June: it ends at 9 June 18:30 UTC. */
+const SHORT_RANGE = { startDate: '2026-06-03', endDate: '2026-06-09', timeZone: 'Asia/Kolkata' };
+const LONG_DAY = 20260608;
+const LONG_PATH = '/long-session';
+
+/**
+ * A session of 8 June whose last event comes after SHORT_RANGE ends (9 June 20:00 UTC): the
+ * span of that day's sessions reaches out of SHORT_RANGE, not out of RANGE.
+ */
+function pastShortRange(like: StoredEvent): StoredEvent[] {
+  const start = Date.parse('2026-06-08T22:00:00Z');
+  // Ids of their own times (uuidv7() never goes back in time: it would date them after the last).
+  const sessionId = uuidv7FromSeed(start, 'long session');
+  return [0, 15 * 3_600_000, 22 * 3_600_000].map((offset, i) => {
+    const iso = new Date(start + offset).toISOString();
+    return {
+      ...like,
+      timestamp: `${iso.slice(0, 10)} ${iso.slice(11, 23)}`,
+      event_id: uuidv7FromSeed(start + offset, `long session ${i}`),
+      session_id: sessionId,
+      user_id: '00000000000000b0',
+      type: 'pageview',
+      event_name: '',
+      properties: '{}',
+      props: {},
+      pathname: `${LONG_PATH}/${i}`,
+      page_title: `Long ${i}`,
+    };
+  });
+}
+
 afterAll(async () => {
   await h.close();
 });
 
-const metric = (parameter: string) =>
+const metric = (parameter: string, range = RANGE) =>
   h.json<{ data: { data: { value: string; count: number }[]; totalCount: number } }>(
-    `/api/sites/${tenant.siteId}/metric?${query(RANGE, { parameter, limit: '1000' })}`,
+    `/api/sites/${tenant.siteId}/metric?${query(range, { parameter, limit: '1000' })}`,
     { key: tenant.key },
   );
 
-const expected = (parameter: (typeof SUMMARIZED)[number]) =>
-  ref.metric(ref.selection(events, tenant.siteId, full(RANGE)), parameter);
+const expected = (parameter: (typeof SUMMARIZED)[number], range = RANGE) =>
+  ref.metric(ref.selection(events, tenant.siteId, full(range)), parameter);
 
 const summaryDays = async (parameter: string) =>
   (
@@ -181,5 +212,43 @@ describe.skipIf(TEST_CLICKHOUSE === 'cluster')('per-day summaries of the page br
       { s: tenant.siteId, d: DAY, part: await partOf(DAY) },
     );
     expect(built?.n).toBe(1);
+  });
+  it('reads a day of the keyed breakdowns from its sessions in a range its sessions reach out of', async () => {
+    for (let i = 0; i < 3; i++) await metric('pathname');
+    expect(await summaryDays('pathname')).toContain(LONG_DAY);
+    // Seen in an answer, this row shows that the day's summary was read.
+    await h.ch.writer.insert({
+      table: 'metric_summaries',
+      values: [
+        {
+          site_id: tenant.siteId,
+          parameter: 'pathname',
+          partition: LONG_DAY,
+          source_part: await partOf(LONG_DAY),
+          totals: 0,
+          value: TAMPERED,
+          n_sessions: 1_000_000,
+          n_events: 1,
+          bounces: 0,
+          top_ms: 0,
+          top_n: 0,
+          s_part: 0,
+          e_part: 0,
+        },
+      ],
+      format: 'JSONEachRow',
+    });
+    // RANGE holds every session of 8 June: the summary serves it.
+    expect((await metric('pathname')).body.data.data[0]).toMatchObject({ value: TAMPERED });
+    // SHORT_RANGE ends before the long session's last event: 8 June is read from its sessions,
+    // the long session counted over its events in range only.
+    for (const parameter of ['pathname', 'entry_page', 'exit_page', 'event_name'] as const) {
+      const res = await metric(parameter, SHORT_RANGE);
+      expect({ parameter, ...res.body.data }).toEqual({ parameter, ...expected(parameter, SHORT_RANGE) });
+    }
+    const paths = (await metric('pathname', SHORT_RANGE)).body.data.data.map((r) => r.value);
+    expect(paths).toEqual(expect.arrayContaining([`${LONG_PATH}/0`, `${LONG_PATH}/1`]));
+    expect(paths).not.toContain(`${LONG_PATH}/2`);
+    expect(paths).not.toContain(TAMPERED);
   });
 });

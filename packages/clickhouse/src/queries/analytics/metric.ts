@@ -27,6 +27,7 @@ import {
   coveredSessions,
   daysSpan,
   emptyCounts,
+  inPartitions,
   type KeyedCounts,
   type KeyedParameter,
   mergeCounts,
@@ -356,8 +357,9 @@ async function keyedCounts(
 }
 
 /**
- * The values of a keyed parameter ranked (empty values left out), unfiltered: the whole days in
- * range that have a summary read from it, the other sessions from `session_paths`.
+ * The values of a keyed parameter ranked (empty values left out), unfiltered: the days whose
+ * sessions lie in range and have a summary read from it, the other days' sessions from
+ * `session_paths`.
  */
 async function keyedMetricRows(
   ch: ClickHouse,
@@ -367,7 +369,7 @@ async function keyedMetricRows(
   settled: Settled | undefined,
 ): Promise<Row[] | undefined> {
   const days = await summarizedDays(ch, siteId, common, parameter, settled, (missing) =>
-    keyedCounts(ch, siteId, common, parameter, settled, (p) => coveredSessions(p, missing), true),
+    keyedCounts(ch, siteId, common, parameter, settled, (p) => inPartitions(p, missing), true),
   );
   const live = await keyedCounts(
     ch,
@@ -375,7 +377,7 @@ async function keyedMetricRows(
     common,
     parameter,
     settled,
-    days && ((p) => `NOT ${coveredSessions(p, days.partitions)}`),
+    days && ((p) => inPartitions(p, days.partitions, true)),
   );
   if (!live) return undefined;
   const counts = emptyCounts();

@@ -3,16 +3,19 @@ import { type CommonParams, Params, rangeBounds } from '../builder';
 import type { Settled } from './rollup';
 
 /**
- * Per-day summaries of the unfiltered page breakdowns (`metric_summaries`, migration 0007).
+ * Per-day summaries of the unfiltered page breakdowns (`metric_summaries`, migrations 0007 and
+ * 0008).
  *
  * A day here is a `session_paths` partition: the sessions that began that UTC day (the
- * partition key's day, with the engine in UTC; in another zone, nothing is summarized). A
- * summary holds the counts of the partition's sessions that lie wholly inside the day,
- * computed from the partition's single part. When that day lies wholly inside a range, those
- * sessions have every event in the range, so their share of the answer is the summary's; the
- * range's other sessions (days cut by the range, partitions with several parts, sessions
- * crossing midnight) are read as before. Both parts are disjoint sets of sessions, so their
- * counts add up.
+ * partition key's day, with the engine in UTC; in another zone, nothing is summarized), computed
+ * from the partition's single part. The keyed breakdowns' summary holds every session of the
+ * partition, with the first start and the last end among them (its span): in a range that
+ * holds the span, those sessions have every event in the range, so their share of the answer
+ * is the summary's, and the range's other sessions are those of the other partitions (read by
+ * partition, without looking at a session of the summarized ones). The summaries of page
+ * titles and hostnames, read from the events, hold the partition's sessions that lie wholly
+ * inside the day (`coveredSessions`), for days wholly inside a range; the others are read from
+ * their events. Either way both parts are disjoint sets of sessions, so their counts add up.
  */
 
 export type KeyedParameter = 'pathname' | 'entry_page' | 'exit_page' | 'event_name';
@@ -85,6 +88,11 @@ const DAY_MS = 86_400_000;
 const msDay = (ms: string) => `intDiv(${ms}, ${DAY_MS})`;
 const SESSION_DAY = msDay('toUnixTimestamp64Milli(UUIDv7ToDateTime(session_id))');
 
+/** A condition on rollup rows: the row's partition is one of `days` (YYYYMMDD), or with `not`, none. */
+export function inPartitions(p: Params, days: number[], not = false): string {
+  return `_partition_id ${not ? 'NOT IN' : 'IN'} ${p.bind('Array(String)', days.map(String))}`;
+}
+
 /** Days since 1970 of a YYYYMMDD partition day. */
 const epochDay = (day: number) =>
   Date.UTC(Math.floor(day / 10_000), (Math.floor(day / 100) % 100) - 1, day % 100) / DAY_MS;
@@ -125,8 +133,9 @@ export function daysSpan(p: Params, days: number[]): { from: string; to: string 
 }
 
 /**
- * Computes a breakdown's counts over the covered sessions of `days` (see coveredSessions) in
- * the range asked for, per partition day; undefined when it cannot.
+ * Computes a breakdown's counts over the sessions of `days` a summary holds (every one for the
+ * keyed breakdowns, the covered ones for the others) in the range asked for, per partition day;
+ * undefined when it cannot.
  */
 export type BuildCounts = (days: number[]) => Promise<Map<number, KeyedCounts> | undefined>;
 
@@ -136,14 +145,20 @@ const MAX_BUILT_DAYS = 7;
 interface SummaryRow extends ValueCounts, Parts {
   partition: number;
   totals: number;
+  /** Whether the span of the day's sessions lies inside the range asked for (totals rows). */
+  inside: number;
 }
+
+/** Summaries of whole partitions, each usable where its span is (else of the covered sessions). */
+const wholePartitions = (parameter: SummarizedParameter) =>
+  parameter !== 'page_title' && parameter !== 'hostname';
 
 /**
  * The summarized days of an unfiltered range for `parameter` and their counts added up, or
- * undefined when none apply (no settled day wholly inside the range, or a cluster, where parts
- * are per shard). A settled day without a summary of its current part gets one now (computed by
- * `build`, over the day's covered sessions, and stored); should storing it fail, its
- * counts still serve this answer.
+ * undefined when none apply (no settled day wholly inside the range, none whose sessions' span
+ * lies inside it for the keyed breakdowns, or a cluster, where parts are per shard). A settled
+ * day without a summary of its current part gets one now (computed by `build` and stored);
+ * should storing it fail, its counts still serve this answer.
  */
 export async function summarizedDays(
   ch: ClickHouse,
@@ -174,9 +189,15 @@ export async function summarizedDays(
   const days = (range?.days ?? []).map((d) => ({ day: Number(d), part: partOf.get(d)! }));
   if (days.length === 0 || !range || !UTC_NAMES.includes(range.tz)) return undefined;
 
+  const whole = wholePartitions(parameter);
   const q = new Params();
+  const bounds = rangeBounds(q, common);
+  const inside = [bounds.from && `span_start >= ${bounds.from}`, bounds.to && `span_end < ${bounds.to}`]
+    .filter(Boolean)
+    .join(' AND ');
   const stored = await ch.query<SummaryRow>(
-    `SELECT partition, totals, value AS v, n_sessions, n_events, bounces, top_ms, top_n, s_part, e_part
+    `SELECT partition, totals, value AS v, n_sessions, n_events, bounces, top_ms, top_n, s_part, e_part,
+       ${whole && inside ? inside : '1'} AS inside
      FROM metric_summaries FINAL
      WHERE site_id = ${q.bind('UInt32', siteId)} AND parameter = ${q.bind('String', parameter)}
        AND source_part IN ${q.bind(
@@ -187,24 +208,36 @@ export async function summarizedDays(
   );
   const counts = emptyCounts();
   const summarized = new Set<number>();
+  // A day whose sessions reach out of the range is read from them (and keeps its summary).
+  const outside = new Set<number>();
   for (const r of stored) {
-    if (Number(r.totals) === 1) {
-      summarized.add(Number(r.partition));
-      counts.all_sessions += Number(r.s_part);
-      counts.all_events += Number(r.e_part);
-    } else addCounts(counts, r);
+    if (Number(r.totals) !== 1) continue;
+    if (Number(r.inside) !== 1) {
+      outside.add(Number(r.partition));
+      continue;
+    }
+    summarized.add(Number(r.partition));
+    counts.all_sessions += Number(r.s_part);
+    counts.all_events += Number(r.e_part);
   }
-  // Days without a summary, a week of them at most, in one pass: their covered sessions have
-  // every event inside the range asked for, so that range's bounds keep all of them, as the
-  // day's own would. The others are read from their sessions this time: a first read costs
-  // about what it did without summaries, and the next ones build the rest.
-  const missing = days.filter((d) => !summarized.has(d.day)).slice(0, MAX_BUILT_DAYS);
+  for (const r of stored)
+    if (Number(r.totals) !== 1 && summarized.has(Number(r.partition))) addCounts(counts, r);
+  // Days without a summary, a week of them at most, in one pass: their sessions (those the
+  // summary holds) have every event inside the range asked for, so that range's bounds keep all
+  // of them, as the day's own would. The others are read from their sessions this time: a
+  // first read costs about what it did without summaries, and the next ones build the rest.
+  const unsummarized = days.filter((d) => !summarized.has(d.day) && !outside.has(d.day));
+  const spans = whole ? await sessionSpans(ch, siteId, common, unsummarized) : undefined;
+  const missing = unsummarized
+    .filter((d) => spans?.get(d.day)?.inside !== false)
+    .slice(0, MAX_BUILT_DAYS);
   const built = missing.length > 0 ? await build(missing.map((d) => d.day)) : undefined;
   if (built) {
     const summaries = missing.map(({ day, part }) => ({
       day,
       part,
       counts: built.get(day) ?? emptyCounts(),
+      span: spans?.get(day) ?? utcDay(day),
     }));
     await store(ch, siteId, parameter, summaries).catch(() => {});
     for (const { day, counts: c } of summaries) {
@@ -215,16 +248,60 @@ export async function summarizedDays(
   return summarized.size > 0 ? { partitions: [...summarized], counts } : undefined;
 }
 
+interface Span {
+  start: string;
+  end: string;
+  inside?: boolean;
+}
+
+/** The first and last instants of a UTC day (YYYYMMDD), as the engine writes them. */
+function utcDay(day: number): Span {
+  const start = epochDay(day) * DAY_MS;
+  const text = (ms: number) => new Date(ms).toISOString().replace('T', ' ').replace('Z', '');
+  return { start: text(start), end: text(start + DAY_MS - 1) };
+}
+
+/**
+ * The first start and last end among each day's sessions of the site (days without one have
+ * none), and whether they lie inside the range asked for.
+ */
+async function sessionSpans(
+  ch: ClickHouse,
+  siteId: number,
+  common: CommonParams,
+  days: { day: number; part: string }[],
+): Promise<Map<number, Span>> {
+  if (days.length === 0) return new Map();
+  const p = new Params();
+  const { from, to } = rangeBounds(p, common);
+  const inside = [from && `min(session_start) >= ${from}`, to && `max(session_end) < ${to}`].filter(Boolean);
+  const rows = await ch.query<{ day: string; start: string; end: string; inside: number }>(
+    `SELECT _partition_id AS day, toString(min(session_start)) AS start, toString(max(session_end)) AS end,
+       ${inside.length > 0 ? inside.join(' AND ') : '1'} AS inside
+     FROM session_paths
+     WHERE site_id = ${p.bind('UInt32', siteId)} AND _part IN ${p.bind(
+       'Array(String)',
+       days.map((d) => d.part),
+     )}
+     GROUP BY day`,
+    p.values,
+  );
+  return new Map(
+    rows.map((r) => [Number(r.day), { start: r.start, end: r.end, inside: Number(r.inside) === 1 }]),
+  );
+}
+
 /** Summaries as rows (each value's counts, and a totals row per day), in one insert: all or nothing. */
 async function store(
   ch: ClickHouse,
   siteId: number,
   parameter: SummarizedParameter,
-  summaries: { day: number; part: string; counts: KeyedCounts }[],
+  summaries: { day: number; part: string; counts: KeyedCounts; span: Span }[],
 ): Promise<void> {
   const zero = { n_sessions: 0, n_events: 0, bounces: 0, top_ms: 0, top_n: 0 };
-  const values = summaries.flatMap(({ day, part, counts }) => {
+  const values = summaries.flatMap(({ day, part, counts, span }) => {
     const key = { site_id: siteId, parameter, partition: day, source_part: part };
+    const spanned = { span_start: span.start, span_end: span.end };
     return [
       ...[...counts.byValue.values()].map(({ v, ...r }) => ({
         ...key,
@@ -233,8 +310,17 @@ async function store(
         ...r,
         s_part: 0,
         e_part: 0,
+        ...spanned,
       })),
-      { ...key, totals: 1, value: '', ...zero, s_part: counts.all_sessions, e_part: counts.all_events },
+      {
+        ...key,
+        totals: 1,
+        value: '',
+        ...zero,
+        s_part: counts.all_sessions,
+        e_part: counts.all_events,
+        ...spanned,
+      },
     ];
   });
   await ch.writer.insert({ table: 'metric_summaries', values, format: 'JSONEachRow' });
