@@ -228,9 +228,7 @@ export async function summarizedDays(
   // first read costs about what it did without summaries, and the next ones build the rest.
   const unsummarized = days.filter((d) => !summarized.has(d.day) && !outside.has(d.day));
   const spans = whole ? await sessionSpans(ch, siteId, common, unsummarized) : undefined;
-  const missing = unsummarized
-    .filter((d) => spans?.get(d.day)?.inside !== false)
-    .slice(0, MAX_BUILT_DAYS);
+  const missing = unsummarized.filter((d) => spans?.get(d.day)?.inside !== false).slice(0, MAX_BUILT_DAYS);
   const built = missing.length > 0 ? await build(missing.map((d) => d.day)) : undefined;
   if (built) {
     const summaries = missing.map(({ day, part }) => ({
