@@ -124,6 +124,33 @@ const partOf = async (day: number) => {
   return row!.name;
 };
 
+/**
+ * A summary row only the summary holds, for `parameters` on `day`'s current part: seen in an
+ * answer, it shows that the day's summary was read.
+ */
+const tamper = async (parameters: string[], day: number) => {
+  const part = await partOf(day);
+  await h.ch.writer.insert({
+    table: 'metric_summaries',
+    values: parameters.map((parameter) => ({
+      site_id: tenant.siteId,
+      parameter,
+      partition: day,
+      source_part: part,
+      totals: 0,
+      value: TAMPERED,
+      n_sessions: 1_000_000,
+      n_events: 1,
+      bounces: 0,
+      top_ms: 0,
+      top_n: 0,
+      s_part: 0,
+      e_part: 0,
+    })),
+    format: 'JSONEachRow',
+  });
+};
+
 // Summaries read the parts of a single engine; a cluster reads every day from its sessions.
 describe.skipIf(TEST_CLICKHOUSE === 'cluster')('per-day summaries of the page breakdowns', () => {
   it('summarizes the whole UTC days of a range, a week of them per read, and answers as the events do', async () => {
@@ -150,26 +177,7 @@ describe.skipIf(TEST_CLICKHOUSE === 'cluster')('per-day summaries of the page br
     expect(await summaryDays('page_title')).toContain(DAY);
     // A summary row only the summary holds: seen in the answer, it shows the summary was read
     // (the keyed breakdowns and the ones read from the events alike).
-    const part = await partOf(DAY);
-    await h.ch.writer.insert({
-      table: 'metric_summaries',
-      values: ['pathname', 'page_title'].map((parameter) => ({
-        site_id: tenant.siteId,
-        parameter,
-        partition: DAY,
-        source_part: part,
-        totals: 0,
-        value: TAMPERED,
-        n_sessions: 1_000_000,
-        n_events: 1,
-        bounces: 0,
-        top_ms: 0,
-        top_n: 0,
-        s_part: 0,
-        e_part: 0,
-      })),
-      format: 'JSONEachRow',
-    });
+    await tamper(['pathname', 'page_title'], DAY);
     for (const parameter of ['pathname', 'page_title']) {
       expect({ parameter, top: (await metric(parameter)).body.data.data[0] }).toMatchObject({
         parameter,
@@ -216,28 +224,7 @@ describe.skipIf(TEST_CLICKHOUSE === 'cluster')('per-day summaries of the page br
   it('reads a day of the keyed breakdowns from its sessions in a range its sessions reach out of', async () => {
     for (let i = 0; i < 3; i++) await metric('pathname');
     expect(await summaryDays('pathname')).toContain(LONG_DAY);
-    // Seen in an answer, this row shows that the day's summary was read.
-    await h.ch.writer.insert({
-      table: 'metric_summaries',
-      values: [
-        {
-          site_id: tenant.siteId,
-          parameter: 'pathname',
-          partition: LONG_DAY,
-          source_part: await partOf(LONG_DAY),
-          totals: 0,
-          value: TAMPERED,
-          n_sessions: 1_000_000,
-          n_events: 1,
-          bounces: 0,
-          top_ms: 0,
-          top_n: 0,
-          s_part: 0,
-          e_part: 0,
-        },
-      ],
-      format: 'JSONEachRow',
-    });
+    await tamper(['pathname'], LONG_DAY);
     // RANGE holds every session of 8 June: the summary serves it.
     expect((await metric('pathname')).body.data.data[0]).toMatchObject({ value: TAMPERED });
     // SHORT_RANGE ends before the long session's last event: 8 June is read from its sessions,
