@@ -221,6 +221,7 @@ describe.skipIf(TEST_CLICKHOUSE === 'cluster')('per-day summaries of the page br
     );
     expect(built?.n).toBe(1);
   });
+
   it('reads a day of the keyed breakdowns from its sessions in a range its sessions reach out of', async () => {
     for (let i = 0; i < 3; i++) await metric('pathname');
     expect(await summaryDays('pathname')).toContain(LONG_DAY);
