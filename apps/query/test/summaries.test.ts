@@ -239,4 +239,34 @@ describe.skipIf(TEST_CLICKHOUSE === 'cluster')('per-day summaries of the page br
     expect(paths).not.toContain(`${LONG_PATH}/2`);
     expect(paths).not.toContain(TAMPERED);
   });
+
+  it('never builds a summary of a day from a range its sessions reach out of', async () => {
+    // 8 June rewritten as a new part: its summaries (and the tampered row) no longer apply.
+    const before = await partOf(LONG_DAY);
+    await h.ch.command(`OPTIMIZE TABLE session_paths PARTITION ${LONG_DAY} FINAL`);
+    const part = await partOf(LONG_DAY);
+    expect(part).not.toBe(before);
+    const keyed = ['pathname', 'entry_page', 'exit_page', 'event_name'] as const;
+    const builtFor = async () => {
+      const [row] = await h.ch.query<{ n: number }>(
+        `SELECT count() AS n FROM metric_summaries FINAL
+         WHERE site_id = {s:UInt32} AND partition = {d:UInt32} AND source_part = {part:String}`,
+        { s: tenant.siteId, d: LONG_DAY, part },
+      );
+      return Number(row?.n ?? 0);
+    };
+    // Read first over SHORT_RANGE: a summary built there would lack the long session's last page.
+    for (const parameter of keyed) {
+      const res = await metric(parameter, SHORT_RANGE);
+      expect({ parameter, ...res.body.data }).toEqual({ parameter, ...expected(parameter, SHORT_RANGE) });
+    }
+    expect(await builtFor()).toBe(0);
+    // RANGE holds the day's sessions: it builds the day's summaries, whole.
+    for (const parameter of [...keyed, ...keyed]) {
+      const res = await metric(parameter);
+      expect({ parameter, ...res.body.data }).toEqual({ parameter, ...expected(parameter) });
+    }
+    expect(await builtFor()).toBeGreaterThan(0);
+    expect((await metric('pathname')).body.data.data.map((r) => r.value)).toContain(`${LONG_PATH}/2`);
+  });
 });
