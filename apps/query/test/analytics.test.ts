@@ -285,6 +285,52 @@ describe.each(PATHS)('traffic analytics against a brute-force computation: %s', 
   });
 });
 
+describe('users list where one visitor holds the latest sessions', () => {
+  it('ranks every visitor when the leading sessions hold too few of them', async () => {
+    // The 150 sessions ending last all belong to one visitor: the first page by last_seen is that
+    // visitor alone, and the second page's visitor lies past every session read ahead.
+    const t = await h.tenant();
+    const generated = [
+      ...generateEvents({
+        siteId: t.siteId,
+        events: 3000,
+        days: 5,
+        end: new Date('2026-06-10T12:00:00Z'),
+        seed: 21,
+      }),
+    ];
+    const ends = new Map<string, string>();
+    for (const e of generated)
+      if ((ends.get(e.session_id) ?? '') < e.timestamp) ends.set(e.session_id, e.timestamp);
+    const latest = new Set(
+      [...ends]
+        .sort((a, b) => (a[1] < b[1] ? 1 : -1))
+        .slice(0, 150)
+        .map(([id]) => id),
+    );
+    const heavy = generated[0]!.user_id;
+    const stored = generated.map((e) => (latest.has(e.session_id) ? { ...e, user_id: heavy } : e));
+    await insertEvents(h.ch, stored);
+    const range = { startDate: '2026-06-01', endDate: '2026-06-10' };
+    const expected = ref.users(ref.selection(stored, t.siteId, full(range)), 'last_seen', 'desc');
+    expect(expected.slice(0, 2).map((u) => u.user_id)).toEqual([heavy, expect.not.stringMatching(heavy)]);
+    for (const [json, page] of [
+      [h.json, '1'],
+      [h.json, '2'],
+      [eventsOnly, '2'],
+    ] as const) {
+      const res = await json<{ data: unknown[]; totalCount: number }>(
+        `/api/sites/${t.siteId}/users?${query(range, { sort: 'last_seen', order: 'desc', limit: '1', page })}`,
+        { key: t.key },
+      );
+      expect(res.body).toEqual({
+        data: expected.slice(Number(page) - 1, Number(page)),
+        totalCount: expected.length,
+      });
+    }
+  });
+});
+
 describe('one session, one user', () => {
   const sessionOf = (predicate: (e: StoredEvent) => boolean) => events.find(predicate)!.session_id;
 

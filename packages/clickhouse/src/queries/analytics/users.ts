@@ -234,9 +234,71 @@ export async function listUsers(
 }
 
 /**
+ * Sorts whose first page follows the sessions in one order: taken by their end, latest first
+ * (ties by visitor key), a visitor first shows up at its latest end, its `last_seen`; by their
+ * start, earliest first, at its `first_seen`. The first visitors met are then the first of the
+ * list, in its order.
+ */
+const LEADING_SESSIONS: Partial<Record<`${UserSort} ${UserPage['order']}`, string>> = {
+  'last_seen desc': 's_end DESC',
+  'first_seen asc': 's_start ASC',
+};
+
+/** Deepest page (offset + limit) read from the leading sessions. */
+const MAX_LEADING = 5000;
+
+/**
+ * The keys (decimal text) of one page of visitors of `sessions` (rows of rollupSessionRows with
+ * `s_user_key`, `s_start`, `s_end`, `s_pageviews`, `s_events`), in the list's order, and how
+ * many visitors there are. For the sorts of LEADING_SESSIONS, from the sessions leading in
+ * their order (a partial sort, several times faster than ranking every visitor), unless
+ * visitors repeat among them so often that they hold too few; else every visitor ranked.
+ */
+async function visitorsPage(
+  ch: ClickHouse,
+  p: Params,
+  sessions: string,
+  page: UserPage,
+): Promise<{ keys: string[]; total: number }> {
+  const order = LEADING_SESSIONS[`${page.sort} ${page.order}`];
+  const wanted = page.offset + page.limit;
+  if (order && wanted <= MAX_LEADING) {
+    const scanned = wanted * 4 + 100;
+    const [leading, counted] = await Promise.all([
+      ch.query<{ k: string }>(
+        `SELECT toString(s_user_key) AS k FROM (${sessions})
+         ORDER BY ${order}, s_user_key ASC LIMIT ${p.bind('UInt32', scanned)}`,
+        p.values,
+      ),
+      ch.query<{ total: number }>(`SELECT uniqExact(s_user_key) AS total FROM (${sessions})`, p.values),
+    ]);
+    const met = [...new Set(leading.map((r) => r.k))];
+    // Fewer sessions than asked for: every visitor was met.
+    if (met.length >= wanted || leading.length < scanned) {
+      return { keys: met.slice(page.offset, wanted), total: counted[0]?.total ?? 0 };
+    }
+  }
+  const direction = page.order === 'asc' ? 'ASC' : 'DESC';
+  const { rows, totals } = await rankedPage(
+    (limit, offset) =>
+      ch.query<{ k: string; total: number }>(
+        `SELECT toString(s_user_key) AS k, count() OVER () AS total
+         FROM (${sessions})
+         GROUP BY s_user_key
+         ORDER BY ${SESSION_SORT_EXPRESSIONS[page.sort]} ${direction}, s_user_key ASC
+         LIMIT ${p.bind('UInt32', limit)} OFFSET ${p.bind('UInt32', offset)}`,
+        p.values,
+      ),
+    page,
+  );
+  return { keys: rows.map((r) => r.k), total: totals?.total ?? 0 };
+}
+
+/**
  * The unfiltered users list from the session rollup: visitors ranked over their counted
- * sessions (2–5 times fewer rows than their events), then the listed ones' latest events read
- * by their exact times (`last_seen`), which the sort key of `events` finds at once.
+ * sessions (2–5 times fewer rows than their events, visitorsPage), the listed ones' counts and
+ * latest identified id read again over their own sessions, then their latest events read by
+ * their exact times (`last_seen`), which the sort key of `events` finds at once.
  */
 async function listUsersFromSessions(
   ch: ClickHouse,
@@ -244,12 +306,8 @@ async function listUsersFromSessions(
   common: CommonParams,
   page: UserPage,
 ): Promise<{ data: ListedUser[]; totalCount: number }> {
-  const direction = page.order === 'asc' ? 'ASC' : 'DESC';
-  type Ranked = Omit<UserRow, 'u_user_id' | 'u_identified_user_id' | LatestField> & {
-    k: string;
-    total: number;
-  };
-  const { rows, totals, ids, identified } = await readRollup(ch, async (settled) => {
+  type Counted = Omit<UserRow, 'u_user_id' | LatestField> & { k: string };
+  const { rows, total, ids } = await readRollup(ch, async (settled) => {
     const p = new Params();
     const sessions = await rollupSessionRows(
       ch,
@@ -259,63 +317,55 @@ async function listUsersFromSessions(
       ['user_key', 'start', 'end', 'pageviews', 'events'],
       settled,
     );
-    const ranking = await rankedPage(
-      (limit, offset) =>
-        ch.query<Ranked>(
-          `SELECT toString(s_user_key) AS k, count() OVER () AS total,
-             count() AS u_sessions, sum(s_pageviews) AS u_pageviews, sum(s_events) AS u_events,
-             toString(min(s_start)) AS u_first_seen, toString(max(s_end)) AS u_last_seen
-           FROM (${sessions})
-           GROUP BY s_user_key
-           ORDER BY ${SESSION_SORT_EXPRESSIONS[page.sort]} ${direction}, s_user_key ASC
-           LIMIT ${p.bind('UInt32', limit)} OFFSET ${p.bind('UInt32', offset)}`,
-          p.values,
-        ),
-      page,
+    const { keys, total } = await visitorsPage(ch, p, sessions, page);
+    const ids = keys.map(userIdOfKey);
+    if (ids.length === 0) return { rows: [], total, ids };
+    // The listed visitors' counts and latest identified id over their sessions' ones, by their
+    // place in EVENT_ORDER (a number compares far faster than the tuple), read for this page
+    // only: over every visitor of a large range it held more memory than the ranking itself.
+    const q = new Params();
+    const theirs = await rollupSessionRows(
+      ch,
+      q,
+      siteId,
+      common,
+      ['user_key', 'start', 'end', 'pageviews', 'events', 'identified'],
+      settled,
+      { users: ids },
     );
-    // The listed visitors' latest identified id over their sessions' ones, by their place in
-    // EVENT_ORDER (a number compares far faster than the tuple), read for this page only: over
-    // every visitor of a large range it held more memory than the ranking itself.
-    const ids = ranking.rows.map((r) => userIdOfKey(r.k));
-    const identified = new Map<string, string>();
-    if (ids.length > 0) {
-      const q = new Params();
-      const theirs = await rollupSessionRows(ch, q, siteId, common, ['user_key', 'identified'], settled, {
-        users: ids,
-      });
-      const element = (n: string) => `tupleElement(s_identified, ${n})`;
-      const found = await ch.query<{ k: string; id: string }>(
-        `SELECT toString(s_user_key) AS k,
-           argMaxIf(${element('3')}, ${eventOrderKey(element('1'), element('2'))}, ${element('3')} != '') AS id
-         FROM (${theirs})
-         GROUP BY s_user_key`,
-        q.values,
-      );
-      for (const r of found) identified.set(r.k, r.id);
-    }
-    return { ...ranking, ids, identified };
+    const element = (n: string) => `tupleElement(s_identified, ${n})`;
+    const counted = await ch.query<Counted>(
+      `SELECT toString(s_user_key) AS k,
+         count() AS u_sessions, sum(s_pageviews) AS u_pageviews, sum(s_events) AS u_events,
+         toString(min(s_start)) AS u_first_seen, toString(max(s_end)) AS u_last_seen,
+         argMaxIf(${element('3')}, ${eventOrderKey(element('1'), element('2'))}, ${element('3')} != '')
+           AS u_identified_user_id
+       FROM (${theirs})
+       GROUP BY s_user_key`,
+      q.values,
+    );
+    const byKey = new Map(counted.map((r) => [r.k, r]));
+    return { rows: keys.flatMap((k) => byKey.get(k) ?? []), total, ids };
   });
-  const ranked = rows.map((r) => ({ ...r, u_identified_user_id: identified.get(r.k) ?? '' }));
-  const totalCount = totals?.total ?? 0;
-  if (ranked.length === 0) return { data: [], totalCount };
+  if (rows.length === 0) return { data: [], totalCount: total };
   const p = new Params();
   const latest = await ch.query<Pick<UserRow, 'u_user_id' | LatestField>>(
     `SELECT user_id AS u_user_id, ${LATEST_EVENT_COLUMNS}
      FROM events
      WHERE site_id = ${p.bind('UInt32', siteId)}
-       AND timestamp IN ${p.bind("Array(DateTime64(3, 'UTC'))", [...new Set(ranked.map((r) => r.u_last_seen))])}
+       AND timestamp IN ${p.bind("Array(DateTime64(3, 'UTC'))", [...new Set(rows.map((r) => r.u_last_seen))])}
        AND user_id IN ${p.bind('Array(String)', ids)}
      GROUP BY user_id`,
     p.values,
   );
   const byId = new Map(latest.map((r) => [r.u_user_id, r]));
-  const users = ranked.flatMap(({ k: _k, total: _t, ...counts }, i) => {
-    const fields = byId.get(ids[i]!);
+  const users = rows.flatMap(({ k, ...counts }) => {
+    const fields = byId.get(userIdOfKey(k));
     if (!fields) return [];
     const { region: _r, city: _c, language: _l, ...listed } = toUser({ ...counts, ...fields });
     return [listed];
   });
-  return { totalCount, data: await withProfiles(ch, siteId, users, page.profiles ?? true) };
+  return { totalCount: total, data: await withProfiles(ch, siteId, users, page.profiles ?? true) };
 }
 
 /**
