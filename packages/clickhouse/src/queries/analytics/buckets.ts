@@ -154,10 +154,10 @@ async function scannedBuckets(
 }
 
 /**
- * BucketCounts of an unfiltered range from the session rollups (rollup.ts): a session counts in
- * the bucket of its start; its pageviews and visitor count there too when it ends in the same
- * bucket. Only the sessions spanning buckets are taken apart, into their keys in
- * `session_paths` (visitors are told apart by their 64-bit keys, rollup.ts).
+ * BucketCounts of an unfiltered range from the session rollups (rollup.ts), in one read of the
+ * counted sessions: a session counts in the bucket of its start; its pageviews and visitor count
+ * there too when it ends in the same bucket. Only the sessions spanning buckets are taken apart,
+ * into their keys in `session_paths` (visitors are told apart by their 64-bit keys, rollup.ts).
  */
 async function rollupBuckets(
   ch: ClickHouse,
@@ -181,7 +181,8 @@ async function rollupBuckets(
   // its time): the buckets they have events in, and their pageviews in each.
   const spanning = (settledPaths: Settled | undefined) => {
     const inRange = keyInRange(p, common);
-    const bucketOf = (key: string) => at(`fromUnixTimestamp64Milli(toInt64(${keyMs(key)}), 'UTC')`);
+    const bucketsOf = (keys: string) =>
+      `arrayMap(x -> ${at(`fromUnixTimestamp64Milli(toInt64(${keyMs('x')}), 'UTC')`)}, arrayFilter(x -> ${inRange('x')}, ${keys}))`;
     const keyed = pathRows(
       p,
       siteId,
@@ -191,34 +192,35 @@ async function rollupBuckets(
       `${at('session_start')} != ${at('session_end')}`,
     );
     return `SELECT b, k, countEqual(c_pages, b) AS pv FROM (
-        SELECT user_key AS k,
-          arrayMap(x -> ${bucketOf('x')}, arrayFilter(x -> ${inRange('x')}, arrayConcat(page_keys, event_keys, other_keys))) AS c_all,
-          arrayMap(x -> ${bucketOf('x')}, arrayFilter(x -> ${inRange('x')}, page_keys)) AS c_pages
+        SELECT user_key AS k, ${bucketsOf('page_keys')} AS c_pages,
+          arrayConcat(c_pages, ${bucketsOf('arrayConcat(event_keys, other_keys)')}) AS c_all
         FROM (${keyed})
         WHERE length(c_all) > 0 AND arrayMin(c_all) != arrayMax(c_all))
       ARRAY JOIN arrayDistinct(c_all) AS b`;
   };
-  const [events, sessions] = await Promise.all([
-    readRollup(
-      ch,
-      (settledPaths) =>
-        ch.query<EventRow>(
-          `SELECT b, sum(pv) AS pageviews, uniqExact(k) AS users FROM (
-             SELECT ${at('s_start')} AS b, s_user_key AS k, s_pageviews AS pv
-             FROM (${rows}) WHERE ${at('s_start')} = ${at('s_end')}
-             UNION ALL
-             ${spanning(settledPaths)})
-           GROUP BY b`,
-          p.values,
-        ),
-      'session_paths',
-    ),
-    ch.query<SessionTotals & { b: number }>(
-      `SELECT ${at('s_start')} AS b, ${SESSION_TOTAL_AGGREGATES} FROM (${rows}) GROUP BY b`,
-      p.values,
-    ),
-  ]);
-  return { events, sessions };
+  // Per bucket, the events' pageviews and visitors (`e_`: a session's own when it lies in one
+  // bucket, else its keys') beside the totals of the sessions starting there.
+  const counted = await readRollup(
+    ch,
+    (settledPaths) =>
+      ch.query<EventRow & SessionTotals>(
+        `SELECT b, sum(e_pv) AS pageviews, uniqExactIf(k, e_visitor) AS users,
+           sum(started) AS sessions, sum(s_pv) AS session_pageviews,
+           countIf(started = 1 AND s_pv = 1) AS bounces, sum(s_ms) AS duration_ms
+         FROM (
+           SELECT b, k, if(one_bucket, pv, 0) AS e_pv, one_bucket AS e_visitor, 1 AS started, pv AS s_pv, ms AS s_ms
+           FROM (SELECT ${at('s_start')} AS b, ${at('s_start')} = ${at('s_end')} AS one_bucket,
+                   s_user_key AS k, s_pageviews AS pv, s_ms AS ms
+                 FROM (${rows}))
+           UNION ALL
+           SELECT b, k, pv AS e_pv, 1 AS e_visitor, 0 AS started, 0 AS s_pv, 0 AS s_ms
+           FROM (${spanning(settledPaths)}))
+         GROUP BY b`,
+        p.values,
+      ),
+    'session_paths',
+  );
+  return { events: counted, sessions: counted };
 }
 
 /**
