@@ -120,7 +120,7 @@ function bySessionValue(
     // An identifier from the allowlist above, never request text.
     columns.push(`toString(argMin(${parameter}, ${EVENT_ORDER})) AS s_value`, '-1 AS s_gap');
   }
-  return rankSessionValues(countedSessions(p, siteId, common, columns, extra), byDay);
+  return rankSessionValues(countedSessions(p, siteId, common, columns, { extra, preselect: true }), byDay);
 }
 
 /** bySessionValue of a session attribute over the rollup (ranges without filters). */
@@ -175,7 +175,7 @@ function byEventValue(
     ${timed ? 'sumIf(gap, i > 0 AND gap >= 0) AS top_ms, countIf(i > 0 AND gap >= 0) AS top_n' : '0 AS top_ms, 0 AS top_n'},
     sum(countIf(i <= 1)) OVER (PARTITION BY day) AS all_sessions,
     sum(countIf(i > 0)) OVER (PARTITION BY day) AS all_events, ${TOTALS}
-  FROM (${countedSessions(p, siteId, common, columns, extra)})
+  FROM (${countedSessions(p, siteId, common, columns, { extra, preselect: true })})
   LEFT ARRAY JOIN s_vals AS v, arrayEnumerate(s_vals) AS i, arrayEnumerateUniq(s_vals) AS k${timed ? ', s_gaps AS gap' : ''}
   GROUP BY day, v`;
 }
