@@ -41,9 +41,9 @@ export function matchesFilters(p: Params, siteId: number, common: CommonParams):
  * the counted sessions are found first (those with a matching event in range) and only their
  * events are read and grouped (`PREWHERE` tests the session id alone; the other columns are
  * read for the kept rows only), instead of grouping every event of the range and keeping the
- * sessions after. At 10 M events the filtered entry pages and pathnames took half the time, the
- * session attributes three quarters; the overview, buckets and sessions list, whose aggregates
- * are cheap, were no faster or slower (docs/benchmarks.md).
+ * sessions after. At 10 M events, in-process, the filtered entry pages and pathnames took half
+ * the time, the session attributes three quarters; the overview and buckets, whose aggregates
+ * are cheap, were no faster, the sessions list slower (docs/benchmarks.md).
  */
 export function countedSessions(
   p: Params,
