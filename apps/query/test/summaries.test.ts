@@ -1,9 +1,17 @@
-import { compactSessionDays, generateEvents, insertEvents, type StoredEvent } from '@trackhouse/clickhouse';
+import {
+  compactSessionDays,
+  type GoalDefinition,
+  generateEvents,
+  insertEvents,
+  pathPatternRegex,
+  type StoredEvent,
+} from '@trackhouse/clickhouse';
 import { uuidv7, uuidv7FromSeed } from '@trackhouse/core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { TEST_CLICKHOUSE } from '../../../test/helpers';
 import { createQueryHarness, type QueryHarness } from './harness';
 import { full, query } from './params';
+import { goalStats } from './reference';
 import { lateEvents } from './traffic-data';
 import * as ref from './traffic-reference';
 
@@ -115,11 +123,11 @@ const summaryDays = async (parameter: string) =>
     )
   ).map((r) => Number(r.partition));
 
-const partOf = async (day: number) => {
+const partOf = async (day: number, table = 'session_paths') => {
   const [row] = await h.ch.query<{ name: string }>(
-    `SELECT name FROM system.parts WHERE database = currentDatabase() AND table = 'session_paths'
+    `SELECT name FROM system.parts WHERE database = currentDatabase() AND table = {t:String}
        AND active AND partition_id = {d:String}`,
-    { d: String(day) },
+    { d: String(day), t: table },
   );
   return row!.name;
 };
@@ -268,5 +276,141 @@ describe.skipIf(TEST_CLICKHOUSE === 'cluster')('per-day summaries of the page br
     }
     expect(await builtFor()).toBeGreaterThan(0);
     expect((await metric('pathname')).body.data.data.map((r) => r.value)).toContain(`${LONG_PATH}/2`);
+  });
+});
+
+type Goal = GoalDefinition & { name: string };
+const pathGoal = (name: string, pathPattern: string): Goal => ({
+  name,
+  goalType: 'path',
+  config: { pathPattern },
+});
+
+// The goal list's sessions and path-goal conversions (unfiltered) have summaries of the days of
+// the `sessions` rollup, per pattern.
+describe.skipIf(TEST_CLICKHOUSE === 'cluster')('per-day summaries of the goal list', () => {
+  const goals: (Goal & { id: number })[] = [];
+  const addGoal = async (goal: Goal) => {
+    const res = await h.json<{ goalId: number }>(`/api/sites/${tenant.siteId}/goals`, {
+      key: tenant.key,
+      method: 'POST',
+      body: { name: goal.name, goalType: goal.goalType, config: goal.config },
+    });
+    expect(res.status).toBe(201);
+    goals.push({ ...goal, id: res.body.goalId });
+  };
+  const list = async (range = RANGE) => {
+    const res = await h.json<{
+      data: { goalId: number; total_sessions: number; total_conversions: number }[];
+    }>(
+      `/api/sites/${tenant.siteId}/goals?${query(range, { page_size: '100', sort: 'goalId', order: 'asc' })}`,
+      {
+        key: tenant.key,
+      },
+    );
+    expect(res.status).toBe(200);
+    return res.body.data.map((g) => ({
+      goalId: g.goalId,
+      sessions: g.total_sessions,
+      conversions: g.total_conversions,
+    }));
+  };
+  const expectedList = (range = RANGE) => {
+    const selected = ref.selection(events, tenant.siteId, full(range)).selected;
+    return goals.map((g) => {
+      const e = goalStats(selected, g);
+      return { goalId: g.id, sessions: e.total_sessions, conversions: e.total_conversions };
+    });
+  };
+  const summarizedPatterns = async (day: number) =>
+    (
+      await h.ch.query<{ value: string }>(
+        `SELECT value FROM metric_summaries FINAL
+         WHERE site_id = {s:UInt32} AND parameter = 'goals' AND totals = 0 AND partition = {d:UInt32}
+           AND source_part = {part:String}
+         ORDER BY value`,
+        { s: tenant.siteId, d: day, part: await partOf(day, 'sessions') },
+      )
+    ).map((r) => r.value);
+
+  beforeAll(async () => {
+    await compactSessionDays(h.ch, new Date('2027-01-01T00:00:00Z'));
+    const common = new Map<string, number>();
+    for (const e of events)
+      if (e.type === 'pageview') common.set(e.pathname, (common.get(e.pathname) ?? 0) + 1);
+    const [top] = [...common].sort((a, b) => b[1] - a[1] || (a[0] < b[0] ? -1 : 1));
+    await addGoal(pathGoal('every page', '/**'));
+    await addGoal(pathGoal('most viewed', top![0]));
+    await addGoal(pathGoal('across midnight', '/midnight/*/2'));
+    await addGoal({
+      name: 'an event',
+      goalType: 'event',
+      config: { eventName: events.find((e) => e.type === 'custom_event')!.event_name },
+    });
+  });
+
+  it('answers from the summaries as from the sessions, and builds a pattern a day lacks', async () => {
+    const first = await list();
+    expect(first).toEqual(expectedList());
+    expect(first.every((g) => g.sessions > 0)).toBe(true);
+    expect(first.find((g) => g.goalId === goals[2]!.id)?.conversions).toBe(3);
+    for (let i = 0; i < 2; i++) expect(await list()).toEqual(first);
+    const patterns = goals
+      .slice(0, 3)
+      .map((g) => pathPatternRegex((g as Extract<Goal, { goalType: 'path' }>).config.pathPattern));
+    expect(await summarizedPatterns(DAY)).toEqual([...new Set(patterns)].sort());
+    // SHORT_RANGE: 8 June's sessions reach past it, so that day is read from its sessions.
+    expect(await list(SHORT_RANGE)).toEqual(expectedList(SHORT_RANGE));
+
+    // A goal added later: the days summarized before it are built again for it.
+    await addGoal(pathGoal('midnight pages', '/midnight/**'));
+    // A week of days a read at most: the range's nine are all built again by the second.
+    for (let i = 0; i < 2; i++) expect(await list()).toEqual(expectedList());
+    expect(await summarizedPatterns(DAY)).toContain(pathPatternRegex('/midnight/**'));
+  });
+
+  it('reads a day from its summary while it has one part, and from its sessions after a late event', async () => {
+    const pattern = pathPatternRegex('/**');
+    await h.ch.writer.insert({
+      table: 'metric_summaries',
+      values: [
+        {
+          site_id: tenant.siteId,
+          parameter: 'goals',
+          partition: DAY,
+          source_part: await partOf(DAY, 'sessions'),
+          totals: 0,
+          value: pattern,
+          n_sessions: 1_000_000,
+          n_events: 0,
+          bounces: 0,
+          top_ms: 0,
+          top_n: 0,
+          s_part: 0,
+          e_part: 0,
+          span_start: '2026-06-07 00:00:00.000',
+          span_end: '2026-06-07 23:59:59.999',
+        },
+      ],
+      format: 'JSONEachRow',
+    });
+    const tampered = await list();
+    expect(tampered[0]!.conversions).toBeGreaterThan(1_000_000);
+
+    const late = lateEvents(
+      events.filter((e) => e.timestamp.startsWith('2026-06-07')),
+      4,
+    );
+    await h.ch.writer.insert({
+      table: 'events',
+      values: late,
+      format: 'JSONEachRow',
+      clickhouse_settings: { insert_deduplication_token: `goal-summaries-late-${tenant.siteId}` },
+    });
+    events = [...events, ...late];
+    expect(await list()).toEqual(expectedList());
+    await compactSessionDays(h.ch, new Date('2027-01-01T00:00:00Z'));
+    for (let i = 0; i < 2; i++) expect(await list()).toEqual(expectedList());
+    expect(await summarizedPatterns(DAY)).toContain(pattern);
   });
 });

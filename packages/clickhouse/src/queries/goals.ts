@@ -1,5 +1,7 @@
 import { toIso } from '@trackhouse/core';
 import type { ClickHouse } from '../client';
+import { readRollup, type Settled } from './analytics/rollup';
+import { emptyCounts, inPartitions, type KeyedCounts, summarizedDays } from './analytics/summaries';
 import { type CommonParams, EVENT_ORDER, nextDay, Params, rangeBounds, whereClause } from './builder';
 
 export type GoalDefinition =
@@ -164,9 +166,12 @@ const SMALL_PAGE_SET = 32;
  * A session lying wholly inside the range has all its events in it: it is counted there, and
  * converts a path goal when one of its pageview paths matches. Patterns are matched against
  * the site's distinct paths first (`site_pages`, one regex per path), and the matching paths'
- * hashes looked up in each session's. Sessions crossing a range boundary are listed and
- * counted from their events in range, read only up to the last end among those that began
- * before the range and from the first start among those that end after it.
+ * hashes looked up in each session's. The days whose sessions all lie in the range are read
+ * from their summaries (summaries.ts: per day, its sessions and each pattern's conversions,
+ * built by the first read that finds a settled day without them); the other days from their
+ * sessions, where the few crossing a range boundary are listed and counted from their events
+ * in range, read only up to the last end among those that began before the range and from the
+ * first start among those that end after it.
  */
 async function rollupSessionCounts(
   ch: ClickHouse,
@@ -178,19 +183,104 @@ async function rollupSessionCounts(
   if (pageSets.some((set) => set.length > ROLLUP_MAX_GOAL_PAGES)) {
     return scannedSessionCounts(ch, siteId, common, goals);
   }
+  const patterns = goals.map((g) =>
+    pathPatternRegex((g as Extract<GoalDefinition, { goalType: 'path' }>).config.pathPattern),
+  );
+  return readRollup(
+    ch,
+    async (settled) => {
+      const days = await summarizedDays(
+        ch,
+        siteId,
+        common,
+        'goals',
+        settled,
+        (missing) => dayCounts(ch, siteId, settled, missing, patterns, pageSets),
+        { table: 'sessions', values: patterns },
+      );
+      const live = await liveSessionCounts(ch, siteId, common, goals, pageSets, days?.partitions);
+      if (!days) return live;
+      return {
+        sessions: live.sessions + days.counts.all_sessions,
+        conversions: live.conversions.map(
+          (c, j) => c + (days.counts.byValue.get(patterns[j]!)?.n_sessions ?? 0),
+        ),
+      };
+    },
+    'sessions',
+  );
+}
+
+/** Whether a `sessions` row has a page of `set` (hashes of paths). */
+function converts(p: Params, set: bigint[]): string {
+  if (set.length === 0) return '0';
+  const hashes = p.bind('Array(UInt64)', set);
+  return set.length <= SMALL_PAGE_SET
+    ? `hasAny(page_hashes, ${hashes})`
+    : `arrayExists(h -> transform(h, ${hashes}, arrayMap(x -> toUInt8(1), ${hashes}), toUInt8(0)) = 1, page_hashes)`;
+}
+
+/**
+ * The summaries of settled days (partitions, YYYYMMDD): each day's sessions, and per pattern
+ * the sessions that converted, a row for every pattern (zeros included: a day's summary is
+ * whole for the patterns it holds).
+ */
+async function dayCounts(
+  ch: ClickHouse,
+  siteId: number,
+  settled: Settled | undefined,
+  days: number[],
+  patterns: string[],
+  pageSets: bigint[][],
+): Promise<Map<number, KeyedCounts> | undefined> {
+  if (!settled) return undefined;
+  const parts = days.map((d) => settled.parts[settled.partitions.indexOf(String(d))]!);
+  const p = new Params();
+  const counts = pageSets.map((set, j) => `, countIf(${converts(p, set)}) AS c${j}`).join('');
+  // Settled parts hold one row per session: no FINAL.
+  const rows = await ch.query<Record<string, number> & { day: string; sessions: number }>(
+    `SELECT _partition_id AS day, count() AS sessions${counts}
+     FROM sessions
+     WHERE site_id = ${p.bind('UInt32', siteId)} AND _part IN ${p.bind('Array(String)', parts)}
+     GROUP BY day`,
+    p.values,
+  );
+  const byDay = new Map<number, KeyedCounts>();
+  for (const day of days) {
+    const r = rows.find((row) => Number(row.day) === day);
+    const c: KeyedCounts = { ...emptyCounts(), all_sessions: Number(r?.sessions ?? 0) };
+    patterns.forEach((v, j) => {
+      if (!c.byValue.has(v)) c.byValue.set(v, { v, ...ZERO_COUNTS, n_sessions: Number(r?.[`c${j}`] ?? 0) });
+    });
+    byDay.set(day, c);
+  }
+  return byDay;
+}
+
+const ZERO_COUNTS = { n_sessions: 0, n_events: 0, bounces: 0, top_ms: 0, top_n: 0 };
+
+/**
+ * Sessions and path-goal conversions of the range read from the `sessions` rollup, outside the
+ * partitions `skipped` (summarized days).
+ */
+async function liveSessionCounts(
+  ch: ClickHouse,
+  siteId: number,
+  common: CommonParams,
+  goals: GoalDefinition[],
+  pageSets: bigint[][],
+  skipped: number[] | undefined,
+): Promise<SessionCounts> {
   const p = new Params();
   const site = p.bind('UInt32', siteId);
   const { from, to } = rangeBounds(p, common);
   const inside = [from && `session_start >= ${from}`, to && `session_end < ${to}`].filter(Boolean);
-  const overlaps = [to && `session_start < ${to}`, from && `session_end >= ${from}`].filter(Boolean);
-  const converts = (set: bigint[]) => {
-    if (set.length === 0) return '0';
-    const hashes = p.bind('Array(UInt64)', set);
-    return set.length <= SMALL_PAGE_SET
-      ? `hasAny(page_hashes, ${hashes})`
-      : `arrayExists(h -> transform(h, ${hashes}, arrayMap(x -> toUInt8(1), ${hashes}), toUInt8(0)) = 1, page_hashes)`;
-  };
-  const counts = pageSets.map((set, j) => `, countIf(inside AND ${converts(set)}) AS c${j}`).join('');
+  const overlaps = [
+    to && `session_start < ${to}`,
+    from && `session_end >= ${from}`,
+    skipped && inPartitions(p, skipped, true),
+  ].filter(Boolean);
+  const counts = pageSets.map((set, j) => `, countIf(inside AND ${converts(p, set)}) AS c${j}`).join('');
   const edges = [
     'groupArrayIf(session_id, NOT inside) AS edge_ids',
     from ? `toString(maxIfOrNull(session_end, session_start < ${from})) AS edge_until` : 'NULL AS edge_until',

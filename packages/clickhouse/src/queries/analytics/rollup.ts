@@ -82,8 +82,11 @@ export type SessionRowField = keyof typeof SESSION_ROW_FIELDS;
 export const rollupApplies = (ch: ClickHouse, common: CommonParams) =>
   ch.rollups !== false && common.filters.length === 0;
 
-/** The per-session rollups partitioned by the UTC day a session began (and read through `readRollup`). */
-export type SessionRollup = 'session_facts' | 'session_paths';
+/**
+ * The per-session rollups partitioned by the UTC day a session began (and read through
+ * `readRollup`); `sessions` serves the goal list.
+ */
+export type SessionRollup = 'session_facts' | 'session_paths' | 'sessions';
 
 /**
  * The parts of a per-session rollup that are alone in their partition, by partition: such a part

@@ -1,6 +1,6 @@
 import type { ClickHouse } from '../../client';
 import { type CommonParams, Params, rangeBounds } from '../builder';
-import type { Settled } from './rollup';
+import type { SessionRollup, Settled } from './rollup';
 
 /**
  * Per-day summaries of the unfiltered page breakdowns (`metric_summaries`, migrations 0007 and
@@ -19,8 +19,11 @@ import type { Settled } from './rollup';
  */
 
 export type KeyedParameter = 'pathname' | 'entry_page' | 'exit_page' | 'event_name';
-/** Breakdowns with summaries: the keyed ones, and page titles and hostnames (read from the events). */
-export type SummarizedParameter = KeyedParameter | 'page_title' | 'hostname';
+/**
+ * Answers with summaries: the keyed breakdowns, page titles and hostnames (read from the events),
+ * and the goal list's sessions and path-goal conversions (`goals`: one value per goal's pattern).
+ */
+export type SummarizedParameter = KeyedParameter | 'page_title' | 'hostname' | 'goals';
 
 /** A value's counts: sums over disjoint sets of sessions add up. */
 export interface ValueCounts {
@@ -159,6 +162,11 @@ const wholePartitions = (parameter: SummarizedParameter) =>
  * lies inside it for the keyed breakdowns, or a cluster, where parts are per shard). A settled
  * day without a summary of its current part gets one now (computed by `build` and stored);
  * should storing it fail, its counts still serve this answer.
+ *
+ * `table` is the rollup whose parts `settled` lists (and the summaries are of). With `values`,
+ * only those values are read, and a day counts as summarized only when its summary holds each
+ * of them (`build` then returns a row for each, zeros included): a goal added later is built
+ * for the days summarized before it.
  */
 export async function summarizedDays(
   ch: ClickHouse,
@@ -167,6 +175,7 @@ export async function summarizedDays(
   parameter: SummarizedParameter,
   settled: Settled | undefined,
   build: BuildCounts,
+  { table = 'session_paths', values }: { table?: SessionRollup; values?: string[] } = {},
 ): Promise<{ partitions: number[]; counts: KeyedCounts } | undefined> {
   if (!settled || settled.partitions.length === 0) return undefined;
   const p = new Params();
@@ -203,19 +212,24 @@ export async function summarizedDays(
        AND source_part IN ${q.bind(
          'Array(String)',
          days.map((d) => d.part),
-       )}`,
+       )}${values ? ` AND (totals = 1 OR value IN ${q.bind('Array(String)', values)})` : ''}`,
     q.values,
   );
   const counts = emptyCounts();
   const summarized = new Set<number>();
   // A day whose sessions reach out of the range is read from them (and keeps its summary).
   const outside = new Set<number>();
+  const needed = values && new Set(values).size;
+  const held = new Map<number, number>();
+  for (const r of stored)
+    if (Number(r.totals) !== 1) held.set(Number(r.partition), (held.get(Number(r.partition)) ?? 0) + 1);
   for (const r of stored) {
     if (Number(r.totals) !== 1) continue;
     if (Number(r.inside) !== 1) {
       outside.add(Number(r.partition));
       continue;
     }
+    if (needed !== undefined && (held.get(Number(r.partition)) ?? 0) < needed) continue;
     summarized.add(Number(r.partition));
     counts.all_sessions += Number(r.s_part);
     counts.all_events += Number(r.e_part);
@@ -227,7 +241,7 @@ export async function summarizedDays(
   // of them, as the day's own would. The others are read from their sessions this time: a
   // first read costs about what it did without summaries, and the next ones build the rest.
   const unsummarized = days.filter((d) => !summarized.has(d.day) && !outside.has(d.day));
-  const spans = whole ? await sessionSpans(ch, siteId, common, unsummarized) : undefined;
+  const spans = whole ? await sessionSpans(ch, siteId, common, unsummarized, table) : undefined;
   const missing = unsummarized.filter((d) => spans?.get(d.day)?.inside !== false).slice(0, MAX_BUILT_DAYS);
   const built = missing.length > 0 ? await build(missing.map((d) => d.day)) : undefined;
   if (built) {
@@ -268,6 +282,7 @@ async function sessionSpans(
   siteId: number,
   common: CommonParams,
   days: { day: number; part: string }[],
+  table: SessionRollup,
 ): Promise<Map<number, Span>> {
   if (days.length === 0) return new Map();
   const p = new Params();
@@ -276,7 +291,7 @@ async function sessionSpans(
   const rows = await ch.query<{ day: string; start: string; end: string; inside: number }>(
     `SELECT _partition_id AS day, toString(min(session_start)) AS start, toString(max(session_end)) AS end,
        ${inside.length > 0 ? inside.join(' AND ') : '1'} AS inside
-     FROM session_paths
+     FROM ${table}
      WHERE site_id = ${p.bind('UInt32', siteId)} AND _part IN ${p.bind(
        'Array(String)',
        days.map((d) => d.part),
