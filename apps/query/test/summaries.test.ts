@@ -23,7 +23,18 @@ let events: StoredEvent[];
 const RANGE = { startDate: '2026-06-03', endDate: '2026-06-12', timeZone: 'Asia/Kolkata' };
 const DAY = 20260607;
 const TAMPERED = '/only-in-the-summary';
-const SUMMARIZED = ['pathname', 'entry_page', 'exit_page', 'event_name', 'page_title', 'hostname'] as const;
+const SUMMARIZED = [
+  'pathname',
+  'entry_page',
+  'exit_page',
+  'event_name',
+  'page_title',
+  'hostname',
+  'country',
+  'referrer',
+  'utm_source',
+  'device_type',
+] as const;
 
 beforeAll(async () => {
   h = await createQueryHarness({ QUERY_RATE_LIMIT_MAX: '1000000' });
@@ -136,8 +147,8 @@ const partOf = async (day: number, table = 'session_paths') => {
  * A summary row only the summary holds, for `parameters` on `day`'s current part: seen in an
  * answer, it shows that the day's summary was read.
  */
-const tamper = async (parameters: string[], day: number) => {
-  const part = await partOf(day);
+const tamper = async (parameters: string[], day: number, table = 'session_paths') => {
+  const part = await partOf(day, table);
   await h.ch.writer.insert({
     table: 'metric_summaries',
     values: parameters.map((parameter) => ({
@@ -186,7 +197,9 @@ describe.skipIf(TEST_CLICKHOUSE === 'cluster')('per-day summaries of the page br
     // A summary row only the summary holds: seen in the answer, it shows the summary was read
     // (the keyed breakdowns and the ones read from the events alike).
     await tamper(['pathname', 'page_title'], DAY);
-    for (const parameter of ['pathname', 'page_title']) {
+    // The session attributes' summaries are of `session_facts` parts.
+    await tamper(['country'], DAY, 'session_facts');
+    for (const parameter of ['pathname', 'page_title', 'country']) {
       expect({ parameter, top: (await metric(parameter)).body.data.data[0] }).toMatchObject({
         parameter,
         top: { value: TAMPERED, count: 1_000_000 },
@@ -209,6 +222,9 @@ describe.skipIf(TEST_CLICKHOUSE === 'cluster')('per-day summaries of the page br
     expect(res.body.data.data.map((r) => r.value)).not.toContain(TAMPERED);
     expect(res.body.data).toEqual(expected('pathname'));
     expect(res.body.data.data.map((r) => r.value)).toContain('/late');
+    const countries = await metric('country');
+    expect(countries.body.data.data.map((r) => r.value)).not.toContain(TAMPERED);
+    expect(countries.body.data).toEqual(expected('country'));
     const titles = await metric('page_title');
     expect(titles.body.data).toEqual(expected('page_title'));
     expect(titles.body.data.data.map((r) => r.value)).toContain('Late');
@@ -238,7 +254,7 @@ describe.skipIf(TEST_CLICKHOUSE === 'cluster')('per-day summaries of the page br
     expect((await metric('pathname')).body.data.data[0]).toMatchObject({ value: TAMPERED });
     // SHORT_RANGE ends before the long session's last event: 8 June is read from its sessions,
     // the long session counted over its events in range only.
-    for (const parameter of ['pathname', 'entry_page', 'exit_page', 'event_name'] as const) {
+    for (const parameter of ['pathname', 'entry_page', 'exit_page', 'event_name', 'country'] as const) {
       const res = await metric(parameter, SHORT_RANGE);
       expect({ parameter, ...res.body.data }).toEqual({ parameter, ...expected(parameter, SHORT_RANGE) });
     }

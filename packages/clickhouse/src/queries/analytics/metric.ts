@@ -12,7 +12,14 @@ import {
   sessionsAt,
   sessionsWithin,
 } from './paths';
-import { fromRollup, readRollup, rollupApplies, rollupSessionRows, type Settled } from './rollup';
+import {
+  fromRollup,
+  readRollup,
+  rollupApplies,
+  rollupSessionRows,
+  SESSION_ROW_FIELDS,
+  type Settled,
+} from './rollup';
 import {
   countedSessions,
   EVENT_ORDER,
@@ -123,17 +130,92 @@ function bySessionValue(
   return rankSessionValues(countedSessions(p, siteId, common, columns, { extra, preselect: true }), byDay);
 }
 
-/** bySessionValue of a session attribute over the rollup (ranges without filters). */
-async function bySessionAttribute(
+/**
+ * A session attribute's values ranked (empty values left out), unfiltered: the days whose
+ * sessions lie in range and have a summary read from it (summaries.ts), the range's other
+ * sessions from `session_facts` as every unfiltered session answer reads them.
+ */
+async function sessionAttributeRows(
   ch: ClickHouse,
-  p: Params,
   siteId: number,
   common: CommonParams,
   parameter: SessionAttribute,
   settled: Settled | undefined,
-): Promise<string> {
-  const rows = await rollupSessionRows(ch, p, siteId, common, ['pageviews', parameter], settled);
-  return rankSessionValues(`SELECT s_${parameter} AS s_value, s_pageviews, -1 AS s_gap FROM (${rows})`);
+): Promise<Row[]> {
+  const days = await summarizedDays(
+    ch,
+    siteId,
+    common,
+    parameter,
+    settled,
+    (missing) => sessionAttributeCounts(ch, siteId, parameter, settled, missing),
+    { table: 'session_facts' },
+  );
+  const p = new Params();
+  const sessions = await rollupSessionRows(
+    ch,
+    p,
+    siteId,
+    common,
+    ['pageviews', parameter],
+    settled,
+    undefined,
+    days && ((q) => inPartitions(q, days.partitions, true)),
+  );
+  const live = await ch.query<ValueCounts>(
+    `SELECT s_${parameter} AS v, ${SESSION_VALUE_COUNTS('s_pageviews')} FROM (${sessions}) GROUP BY v`,
+    p.values,
+  );
+  const counts = emptyCounts();
+  addSessionValues(counts, live);
+  if (days) mergeCounts(counts, days.counts);
+  return rankedValues(counts, false);
+}
+
+/** A session value's counts over per-session rows with their pageviews (`pageviews`). */
+const SESSION_VALUE_COUNTS = (pageviews: string) =>
+  `count() AS n_sessions, sum(${pageviews}) AS n_events, countIf(${pageviews} = 1) AS bounces, 0 AS top_ms, 0 AS top_n`;
+
+/** Adds per-value counts of sessions counted once each: their totals are the values' sums. */
+function addSessionValues(into: KeyedCounts, rows: ValueCounts[]): void {
+  for (const r of rows) {
+    addCounts(into, r);
+    into.all_sessions += Number(r.n_sessions);
+    into.all_events += Number(r.n_events);
+  }
+}
+
+/**
+ * A session attribute's counts per settled day (partitions, YYYYMMDD) over every session of the
+ * day's part, for its summary (the days are those whose sessions all lie in the range asked for).
+ */
+async function sessionAttributeCounts(
+  ch: ClickHouse,
+  siteId: number,
+  parameter: SessionAttribute,
+  settled: Settled | undefined,
+  days: number[],
+): Promise<Map<number, KeyedCounts> | undefined> {
+  if (!settled) return undefined;
+  const parts = days.map((d) => settled.parts[settled.partitions.indexOf(String(d))]!);
+  const p = new Params();
+  const pageviews = SESSION_ROW_FIELDS.pageviews.rollup(false);
+  // Settled parts hold one row per session: no FINAL.
+  const rows = await ch.query<ValueCounts & { day: string }>(
+    `SELECT _partition_id AS day, ${SESSION_ROW_FIELDS[parameter].rollup(false)} AS v, ${SESSION_VALUE_COUNTS(pageviews)}
+     FROM session_facts
+     WHERE site_id = ${p.bind('UInt32', siteId)} AND _part IN ${p.bind('Array(String)', parts)}
+     GROUP BY day, v`,
+    p.values,
+  );
+  const byDay = new Map<number, KeyedCounts>();
+  for (const r of rows) {
+    const day = Number(r.day);
+    const counts = byDay.get(day) ?? emptyCounts();
+    byDay.set(day, counts);
+    addSessionValues(counts, [r]);
+  }
+  return byDay;
 }
 
 /**
@@ -489,14 +571,11 @@ export async function metric(
 ): Promise<{ data: MetricItem[]; totalCount: number }> {
   const isEvent = parameter === 'event_name';
   const perSession = !isEvent && !(PAGE_VALUES as readonly string[]).includes(parameter);
-  const rolled = isSessionAttribute(parameter) && rollupApplies(ch, common);
-  const run = async (limit: number, offset: number, settled?: Settled) => {
+  const run = async (limit: number, offset: number) => {
     const p = new Params();
-    const grouped = rolled
-      ? await bySessionAttribute(ch, p, siteId, common, parameter, settled)
-      : perSession
-        ? bySessionValue(p, siteId, common, parameter)
-        : byEventValue(p, siteId, common, parameter);
+    const grouped = perSession
+      ? bySessionValue(p, siteId, common, parameter)
+      : byEventValue(p, siteId, common, parameter);
     return ch.query<Row>(
       `SELECT * FROM (${grouped})
        WHERE v != ''
@@ -505,21 +584,23 @@ export async function metric(
       p.values,
     );
   };
-  const ranked = (settled?: Settled) => rankedPage((limit, offset) => run(limit, offset, settled), page);
-  // Unfiltered page values and event names: every value ranked in the service, with summaries.
+  // Unfiltered session attributes, page values and event names: every value ranked in the
+  // service, with summaries.
   const summarized = !rollupApplies(ch, common)
     ? undefined
     : isKeyed(parameter)
       ? (settled?: Settled) => keyedMetricRows(ch, siteId, common, parameter, settled)
       : isEventValue(parameter)
         ? (settled?: Settled) => eventValueRows(ch, siteId, common, parameter, settled)
-        : undefined;
-  const all = summarized ? await readRollup(ch, summarized, 'session_paths') : undefined;
+        : isSessionAttribute(parameter)
+          ? (settled?: Settled) => sessionAttributeRows(ch, siteId, common, parameter, settled)
+          : undefined;
+  const all = summarized
+    ? await readRollup(ch, summarized, isSessionAttribute(parameter) ? 'session_facts' : 'session_paths')
+    : undefined;
   const { rows, totals } = all
     ? { rows: all.slice(page.offset, page.offset + page.limit), totals: all[0] }
-    : rolled
-      ? await readRollup(ch, ranked)
-      : await ranked();
+    : await rankedPage(run, page);
   const timed = TIMED_PARAMETERS.has(parameter);
   return {
     totalCount: totals?.n_values ?? 0,

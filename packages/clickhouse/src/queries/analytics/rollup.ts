@@ -161,7 +161,8 @@ export function fromRollup(
  * crossing a boundary are found there first and computed from their events in range, read only up
  * to the last end among those that began before the range and from the first start among those
  * that end after it. Returns the SELECT, with its values bound in `p`. With `only`, just those
- * of the sessions or visitors listed. Call within readRollup(), which gives `settled`.
+ * of the sessions or visitors listed; `restrict`, a condition on rollup rows, narrows the
+ * sessions read (summarized partitions left out). Call within readRollup(), which gives `settled`.
  */
 export async function rollupSessionRows(
   ch: ClickHouse,
@@ -171,14 +172,16 @@ export async function rollupSessionRows(
   fields: SessionRowField[],
   settled: Settled | undefined,
   only?: Only,
+  restrict?: (p: Params) => string,
 ): Promise<string> {
-  const edges = await crossingSessions(ch, siteId, common, settled, only);
+  const edges = await crossingSessions(ch, siteId, common, settled, only, restrict);
   const site = p.bind('UInt32', siteId);
   const { from, to } = rangeBounds(p, common);
   const inside = [`site_id = ${site}`];
   if (from) inside.push(`session_start >= ${from}`);
   if (to) inside.push(`session_end < ${to}`);
   if (only) inside.push(onlyCondition(p, only));
+  if (restrict) inside.push(restrict(p));
   const rolled = fromRollup(
     p,
     inside.join(' AND '),
@@ -229,6 +232,7 @@ async function crossingSessions(
   common: CommonParams,
   settled: Settled | undefined,
   only?: Only,
+  restrict?: (p: Params) => string,
 ): Promise<Edges> {
   const p = new Params();
   const { from, to } = rangeBounds(p, common);
@@ -240,6 +244,7 @@ async function crossingSessions(
     ...overlaps,
     `(${crossing.join(' OR ')})`,
     ...(only ? [onlyCondition(p, only)] : []),
+    ...(restrict ? [restrict(p)] : []),
   ].join(' AND ');
   const [row] = await ch.query<{ ids: string[]; edge_until: string | null; edge_from: string | null }>(
     `SELECT groupArray(session_id) AS ids,

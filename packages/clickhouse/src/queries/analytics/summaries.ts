@@ -1,6 +1,7 @@
 import type { ClickHouse } from '../../client';
 import { type CommonParams, Params, rangeBounds } from '../builder';
 import type { SessionRollup, Settled } from './rollup';
+import type { SESSION_ATTRIBUTES } from './shared';
 
 /**
  * Per-day summaries of the unfiltered page breakdowns (`metric_summaries`, migrations 0007 and
@@ -20,10 +21,16 @@ import type { SessionRollup, Settled } from './rollup';
 
 export type KeyedParameter = 'pathname' | 'entry_page' | 'exit_page' | 'event_name';
 /**
- * Answers with summaries: the keyed breakdowns, page titles and hostnames (read from the events),
- * and the goal list's sessions and path-goal conversions (`goals`: one value per goal's pattern).
+ * Answers with summaries: the keyed breakdowns, the session attributes (from `session_facts`),
+ * page titles and hostnames (read from the events), and the goal list's sessions and path-goal
+ * conversions (`goals`: one value per goal's pattern).
  */
-export type SummarizedParameter = KeyedParameter | 'page_title' | 'hostname' | 'goals';
+export type SummarizedParameter =
+  | KeyedParameter
+  | (typeof SESSION_ATTRIBUTES)[number]
+  | 'page_title'
+  | 'hostname'
+  | 'goals';
 
 /** A value's counts: sums over disjoint sets of sessions add up. */
 export interface ValueCounts {
