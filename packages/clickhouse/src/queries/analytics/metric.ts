@@ -152,16 +152,9 @@ async function sessionAttributeRows(
     { table: 'session_facts' },
   );
   const p = new Params();
-  const sessions = await rollupSessionRows(
-    ch,
-    p,
-    siteId,
-    common,
-    ['pageviews', parameter],
-    settled,
-    undefined,
-    days && ((q) => inPartitions(q, days.partitions, true)),
-  );
+  const sessions = await rollupSessionRows(ch, p, siteId, common, ['pageviews', parameter], settled, {
+    restrict: days && ((q) => inPartitions(q, days.partitions, true)),
+  });
   const live = await ch.query<ValueCounts>(
     `SELECT s_${parameter} AS v, ${SESSION_VALUE_COUNTS('s_pageviews')} FROM (${sessions}) GROUP BY v`,
     p.values,

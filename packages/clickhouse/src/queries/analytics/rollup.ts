@@ -162,7 +162,10 @@ export function fromRollup(
  * to the last end among those that began before the range and from the first start among those
  * that end after it. Returns the SELECT, with its values bound in `p`. With `only`, just those
  * of the sessions or visitors listed; `restrict`, a condition on rollup rows, narrows the
- * sessions read (summarized partitions left out). Call within readRollup(), which gives `settled`.
+ * sessions read (summarized partitions left out, or a window). `edges`, the range's crossing
+ * sessions found before (`crossingSessions`), saves finding them again: they are narrowed to
+ * `only` but not to `restrict`, so a caller passes them only where the crossing sessions it
+ * restricts out cannot change its answer. Call within readRollup(), which gives `settled`.
  */
 export async function rollupSessionRows(
   ch: ClickHouse,
@@ -171,10 +174,11 @@ export async function rollupSessionRows(
   common: CommonParams,
   fields: SessionRowField[],
   settled: Settled | undefined,
-  only?: Only,
-  restrict?: (p: Params) => string,
+  { only, restrict, edges: found }: { only?: Only; restrict?: (p: Params) => string; edges?: Edges } = {},
 ): Promise<string> {
-  const edges = await crossingSessions(ch, siteId, common, settled, only, restrict);
+  const edges = found
+    ? narrowEdges(found, only)
+    : await crossingSessions(ch, siteId, common, settled, only, restrict);
   const site = p.bind('UInt32', siteId);
   const { from, to } = rangeBounds(p, common);
   const inside = [`site_id = ${site}`];
@@ -217,16 +221,31 @@ const onlyCondition = (p: Params, only: Only) =>
         only.users.map((id) => BigInt(`0x${id}`)),
       )}`;
 
-interface Edges {
+export interface Edges {
   ids: string[];
+  /** Each session's visitor (`user_key`, as text). */
+  users: string[];
   /** The last end among the crossing sessions that began before the range. */
   until: string | null;
   /** The first start among the crossing sessions that end after it. */
   from: string | null;
 }
 
+/** Crossing sessions of `only` among `edges` (the bounds kept: still bounds of the fewer). */
+function narrowEdges(edges: Edges, only: Only | undefined): Edges {
+  if (!only) return edges;
+  const keep =
+    'sessions' in only
+      ? new Set(only.sessions.map((id) => id.toLowerCase()))
+      : new Set(only.users.map((id) => BigInt(`0x${id}`).toString()));
+  const kept = edges.ids.flatMap((id, i) =>
+    keep.has('sessions' in only ? id.toLowerCase() : edges.users[i]!) ? [i] : [],
+  );
+  return { ...edges, ids: kept.map((i) => edges.ids[i]!), users: kept.map((i) => edges.users[i]!) };
+}
+
 /** The sessions with events both inside and outside the range (none for an open range). */
-async function crossingSessions(
+export async function crossingSessions(
   ch: ClickHouse,
   siteId: number,
   common: CommonParams,
@@ -236,7 +255,7 @@ async function crossingSessions(
 ): Promise<Edges> {
   const p = new Params();
   const { from, to } = rangeBounds(p, common);
-  if (!from && !to) return { ids: [], until: null, from: null };
+  if (!from && !to) return { ids: [], users: [], until: null, from: null };
   const crossing = [from && `session_start < ${from}`, to && `session_end >= ${to}`].filter(Boolean);
   const overlaps = [to && `session_start < ${to}`, from && `session_end >= ${from}`].filter(Boolean);
   const where = [
@@ -246,12 +265,22 @@ async function crossingSessions(
     ...(only ? [onlyCondition(p, only)] : []),
     ...(restrict ? [restrict(p)] : []),
   ].join(' AND ');
-  const [row] = await ch.query<{ ids: string[]; edge_until: string | null; edge_from: string | null }>(
-    `SELECT groupArray(session_id) AS ids,
+  const [row] = await ch.query<{
+    ids: string[];
+    users: string[];
+    edge_until: string | null;
+    edge_from: string | null;
+  }>(
+    `SELECT groupArray(session_id) AS ids, groupArray(toString(user_key)) AS users,
        ${from ? `toString(maxIfOrNull(session_end, session_start < ${from}))` : 'NULL'} AS edge_until,
        ${to ? `toString(minIfOrNull(session_start, session_end >= ${to}))` : 'NULL'} AS edge_from
-     FROM (${fromRollup(p, where, () => 'session_id, session_start, session_end', settled)})`,
+     FROM (${fromRollup(p, where, () => 'session_id, session_start, session_end, user_key', settled)})`,
     p.values,
   );
-  return { ids: row?.ids ?? [], until: row?.edge_until ?? null, from: row?.edge_from ?? null };
+  return {
+    ids: row?.ids ?? [],
+    users: row?.users ?? [],
+    until: row?.edge_until ?? null,
+    from: row?.edge_from ?? null,
+  };
 }

@@ -1,10 +1,19 @@
 import { toIso } from '@trackhouse/core';
 import type { ClickHouse } from '../../client';
 import type { EventRecord, StoredEvent } from '../../rows';
-import { type CommonParams, Params, rangeCondition } from '../builder';
+import { type CommonParams, Params, rangeBounds, rangeCondition } from '../builder';
 import { EVENT_COLUMNS, type EventColumnsRow, eventRecord } from '../events';
-import { readRollup, rollupApplies, rollupSessionRows, type SessionRowField, type Settled } from './rollup';
+import {
+  crossingSessions,
+  type Edges,
+  readRollup,
+  rollupApplies,
+  rollupSessionRows,
+  type SessionRowField,
+  type Settled,
+} from './rollup';
 import { countedSessions, EVENT_ORDER, listed, listOrder, rankedPage, SESSION_MS } from './shared';
+import { emptyCounts, inPartitions, summarizedDays } from './summaries';
 
 /** SPEC 13 Session: section 9's fields and the extras of the sessions endpoints. */
 export interface TrafficSession {
@@ -128,21 +137,11 @@ export async function listSessions(
         };
   const rolled = rollupApplies(ch, scoped);
   const list = async (settled?: Settled) => {
+    // The range's crossing sessions, found once for every read of the rollup below.
+    const edges = rolled ? await crossingSessions(ch, siteId, scoped, settled) : undefined;
     const rank = async (limit: number, offset: number) => {
       const p = new Params();
-      if (rolled) {
-        // One pass: the count, and the first sessions of the list as one number each (a count
-        // and a window over every row both read the rollup again; tuples sort slower).
-        const rows = await rollupSessionRows(ch, p, siteId, scoped, ['start'], settled);
-        const [row] = await ch.query<{ s_total: number; head: string[] }>(
-          `SELECT count() AS s_total,
-             arrayMap(x -> toString(x), groupArraySorted(${p.bind('UInt32', offset + limit)})(${listOrder('toUnixTimestamp64Milli(s_start)')})) AS head
-           FROM (${rows})`,
-          p.values,
-        );
-        const s_total = Number(row?.s_total ?? 0);
-        return (row?.head ?? []).slice(offset).map((order) => ({ s_id: listed(order).id, s_total }));
-      }
+      if (rolled) return leadingSessions(ch, siteId, scoped, settled, edges!, limit, offset);
       const sessions = countedSessions(p, siteId, scoped, [
         'toString(session_id) AS s_id',
         'min(timestamp) AS s_start',
@@ -164,7 +163,7 @@ export async function listSessions(
     const rows = await ch.query<SessionRow>(
       rolled
         ? `SELECT ${ROLLUP_SESSION_COLUMNS}
-           FROM (${await rollupSessionRows(ch, p, siteId, common, ROLLUP_SESSION_FIELDS, settled, { sessions: pageIds })})`
+           FROM (${await rollupSessionRows(ch, p, siteId, common, ROLLUP_SESSION_FIELDS, settled, { only: { sessions: pageIds }, edges })})`
         : `SELECT ${SESSION_FIELDS} FROM events
            WHERE ${rangeCondition(p, siteId, common)} AND session_id IN ${p.bind('Array(UUID)', pageIds)}
            GROUP BY session_id`,
@@ -174,6 +173,96 @@ export async function listSessions(
     return { data: ranked.flatMap((r) => byId.get(r.s_id) ?? []), totalCount };
   };
   return rolled ? readRollup(ch, list) : list();
+}
+
+/** Hours before the end of the range that the list looks at first, widening until a page fills. */
+const LIST_WINDOWS = [3, 24, 24 * 8];
+
+/**
+ * A page of the list's ids over the rollup (ranges without filters), and the count of the
+ * range's sessions. The list is newest start first: a session starting in the last hours before
+ * the end of the range (or now, if sooner) ends there too, so the sessions ending in them (by the
+ * rollup's end, which no start in range passes) hold every one starting there. When at least
+ * `offset + limit` of them start there, the page is theirs; otherwise the window widens, at last
+ * to the whole range. Each pass keeps the first sessions of the list as one number each (tuples
+ * sort slower).
+ */
+async function leadingSessions(
+  ch: ClickHouse,
+  siteId: number,
+  common: CommonParams,
+  settled: Settled | undefined,
+  edges: Edges,
+  limit: number,
+  offset: number,
+): Promise<{ s_id: string; s_total: number }[]> {
+  const wanted = offset + limit;
+  const total = await countedTotal(ch, siteId, common, settled, edges);
+  let head: string[] = [];
+  for (const hours of [...LIST_WINDOWS, undefined]) {
+    const p = new Params();
+    const since = (q: Params) => {
+      const to = rangeBounds(q, common).to;
+      const end = to ? `least(${to}, now64(3))` : 'now64(3)';
+      return `${end} - INTERVAL ${q.bind('UInt32', hours ?? 0)} HOUR`;
+    };
+    const window = hours === undefined ? undefined : (q: Params) => `session_end >= ${since(q)}`;
+    // Every crossing session: those ending before the window start before it too.
+    const rows = await rollupSessionRows(ch, p, siteId, common, ['start'], settled, {
+      restrict: window,
+      edges,
+    });
+    const [row] = await ch.query<{ head: string[]; since: number }>(
+      `SELECT arrayMap(x -> toString(x), groupArraySorted(${p.bind('UInt32', wanted)})(${listOrder('toUnixTimestamp64Milli(s_start)')})) AS head,
+         toUnixTimestamp64Milli(${since(p)}) AS since
+       FROM (${rows})`,
+      p.values,
+    );
+    head = row?.head ?? [];
+    const last = head[wanted - 1];
+    if (hours === undefined || (last !== undefined && listed(last).start >= Number(row!.since))) break;
+  }
+  return head.slice(offset).map((order) => ({ s_id: listed(order).id, s_total: total }));
+}
+
+/**
+ * The counted sessions of an unfiltered range: the days whose sessions lie in it counted by
+ * their summaries (`sessions`: a day's session count, summaries.ts), the other sessions read.
+ */
+async function countedTotal(
+  ch: ClickHouse,
+  siteId: number,
+  common: CommonParams,
+  settled: Settled | undefined,
+  edges: Edges,
+): Promise<number> {
+  const days = await summarizedDays(
+    ch,
+    siteId,
+    common,
+    'sessions',
+    settled,
+    async (missing) => {
+      if (!settled) return undefined;
+      const p = new Params();
+      const parts = missing.map((d) => settled.parts[settled.partitions.indexOf(String(d))]!);
+      // Settled parts hold one row per session: no FINAL.
+      const rows = await ch.query<{ day: string; n: number }>(
+        `SELECT _partition_id AS day, count() AS n FROM session_facts
+         WHERE site_id = ${p.bind('UInt32', siteId)} AND _part IN ${p.bind('Array(String)', parts)}
+         GROUP BY day`,
+        p.values,
+      );
+      return new Map(rows.map((r) => [Number(r.day), { ...emptyCounts(), all_sessions: Number(r.n) }]));
+    },
+    { table: 'session_facts' },
+  );
+  const p = new Params();
+  const rest = days && ((q: Params) => inPartitions(q, days.partitions, true));
+  // No crossing session belongs to a summarized day (its sessions all lie in the range).
+  const counted = await rollupSessionRows(ch, p, siteId, common, [], settled, { restrict: rest, edges });
+  const [row] = await ch.query<{ n: number }>(`SELECT count() AS n FROM (${counted})`, p.values);
+  return Number(row?.n ?? 0) + (days?.counts.all_sessions ?? 0);
 }
 
 /** An event of a session as the session endpoint answers it: error events included. */

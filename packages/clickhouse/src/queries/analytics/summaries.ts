@@ -22,15 +22,17 @@ import type { SESSION_ATTRIBUTES } from './shared';
 export type KeyedParameter = 'pathname' | 'entry_page' | 'exit_page' | 'event_name';
 /**
  * Answers with summaries: the keyed breakdowns, the session attributes (from `session_facts`),
- * page titles and hostnames (read from the events), and the goal list's sessions and path-goal
- * conversions (`goals`: one value per goal's pattern).
+ * page titles and hostnames (read from the events), the goal list's sessions and path-goal
+ * conversions (`goals`: one value per goal's pattern), and the sessions list's count
+ * (`sessions`: totals alone).
  */
 export type SummarizedParameter =
   | KeyedParameter
   | (typeof SESSION_ATTRIBUTES)[number]
   | 'page_title'
   | 'hostname'
-  | 'goals';
+  | 'goals'
+  | 'sessions';
 
 /** A value's counts: sums over disjoint sets of sessions add up. */
 export interface ValueCounts {

@@ -1,7 +1,7 @@
 import { toIso } from '@trackhouse/core';
 import type { ClickHouse } from '../../client';
 import { type CommonParams, Params, whereClause } from '../builder';
-import { readRollup, rollupApplies, rollupSessionRows, userIdOfKey } from './rollup';
+import { crossingSessions, readRollup, rollupApplies, rollupSessionRows, userIdOfKey } from './rollup';
 import { EVENT_ORDER, eventOrderKey, rankedPage } from './shared';
 import {
   aliasedVisitors,
@@ -309,6 +309,7 @@ async function listUsersFromSessions(
   type Counted = Omit<UserRow, 'u_user_id' | LatestField> & { k: string };
   const { rows, total, ids } = await readRollup(ch, async (settled) => {
     const p = new Params();
+    const edges = await crossingSessions(ch, siteId, common, settled);
     const sessions = await rollupSessionRows(
       ch,
       p,
@@ -316,6 +317,7 @@ async function listUsersFromSessions(
       common,
       ['user_key', 'start', 'end', 'pageviews', 'events'],
       settled,
+      { edges },
     );
     const { keys, total } = await visitorsPage(ch, p, sessions, page);
     const ids = keys.map(userIdOfKey);
@@ -331,7 +333,7 @@ async function listUsersFromSessions(
       common,
       ['user_key', 'start', 'end', 'pageviews', 'events', 'identified'],
       settled,
-      { users: ids },
+      { only: { users: ids }, edges },
     );
     const element = (n: string) => `tupleElement(s_identified, ${n})`;
     const counted = await ch.query<Counted>(
