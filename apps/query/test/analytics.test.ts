@@ -9,7 +9,7 @@ import {
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createQueryHarness, type QueryHarness } from './harness';
 import { f, full, query } from './params';
-import { compareEvents } from './reference';
+import { compareEvents, goalSessions, selectEvents } from './reference';
 import { craftedEvents, lateEvents } from './traffic-data';
 import * as ref from './traffic-reference';
 
@@ -326,6 +326,66 @@ describe('users list where one visitor holds the latest sessions', () => {
       expect(res.body).toEqual({
         data: expected.slice(Number(page) - 1, Number(page)),
         totalCount: expected.length,
+      });
+    }
+  });
+});
+
+describe('lists of a range ending today', () => {
+  it('takes the newest sessions and goal sessions from the last hours before now, as the events rank them', async () => {
+    // Two days of events up to a minute ago, the range through today (its end hours away): the
+    // pages come from the sessions of the hours before now, widened where they fall short.
+    const t = await h.tenant();
+    const end = new Date(Date.now() - 60_000);
+    const stored = [...generateEvents({ siteId: t.siteId, events: 2500, days: 2, end, seed: 33 })];
+    await insertEvents(h.ch, stored);
+    const day = (ms: number) => new Date(ms).toISOString().slice(0, 10);
+    const range = {
+      startDate: day(end.getTime() - 3 * 86_400_000),
+      endDate: day(end.getTime()),
+      timeZone: 'UTC',
+    };
+    const selection = ref.selection(stored, t.siteId, full(range));
+    const sessions = ref.sessions(selection);
+    expect(sessions.length).toBeGreaterThan(100);
+    for (const [limit, page] of [
+      ['5', '1'],
+      ['100', '1'],
+      ['100', '2'],
+    ] as const) {
+      const res = await h.json<{ data: unknown[]; totalCount: number }>(
+        `/api/sites/${t.siteId}/sessions?${query(range, { limit, page })}`,
+        { key: t.key },
+      );
+      const from = (Number(page) - 1) * Number(limit);
+      expect({ limit, page, ...res.body }).toEqual({
+        limit,
+        page,
+        data: sessions.slice(from, from + Number(limit)),
+        totalCount: sessions.length,
+      });
+    }
+    const goal = { goalType: 'path', config: { pathPattern: '/**' } } as const;
+    const created = await h.json<{ goalId: number }>(`/api/sites/${t.siteId}/goals`, {
+      key: t.key,
+      method: 'POST',
+      body: { name: 'any page', ...goal },
+    });
+    const converted = goalSessions(selectEvents(stored, t.siteId, full(range)), goal);
+    expect(converted.length).toBeGreaterThan(40);
+    for (const [limit, page] of [
+      ['5', '1'],
+      ['40', '2'],
+    ] as const) {
+      const res = await h.json<{ data: unknown[] }>(
+        `/api/sites/${t.siteId}/goals/${created.body.goalId}/sessions?${query(range, { limit, page })}`,
+        { key: t.key },
+      );
+      const from = (Number(page) - 1) * Number(limit);
+      expect({ limit, page, data: res.body.data }).toEqual({
+        limit,
+        page,
+        data: converted.slice(from, from + Number(limit)),
       });
     }
   });

@@ -362,9 +362,10 @@ const GOAL_SESSION_WINDOWS = [3, 24, 24 * 8];
 /**
  * Sessions that converted the goal, newest end first (ties by id). Fields are over the
  * session's events in range. The page is found first, newest events first: the converted
- * sessions with an event in the last hours of the range are exactly those ending there, so when
- * they fill the page nothing older can rank on it; otherwise the window widens (at last to the
- * whole range). Full aggregates are then computed for the page's sessions only.
+ * sessions with an event in the last hours of the range (before its end, or now if sooner) are
+ * exactly those ending there, so when they fill the page nothing older can rank on it; otherwise
+ * the window widens (at last to the whole range). Full aggregates are then computed for the
+ * page's sessions only.
  */
 export async function goalSessions(
   ch: ClickHouse,
@@ -383,8 +384,9 @@ export async function goalSessions(
   let ids: string[] = [];
   for (const hours of windows) {
     const p = new Params();
+    // The window ends with the range, or now if sooner (a range ending today holds nothing after).
     const rangeEnd = common.endDate
-      ? `toDateTime64(${p.bind('String', `${nextDay(common.endDate)} 00:00:00`)}, 3, ${p.bind('String', common.timeZone)})`
+      ? `least(toDateTime64(${p.bind('String', `${nextDay(common.endDate)} 00:00:00`)}, 3, ${p.bind('String', common.timeZone)}), now64(3))`
       : 'now64(3)';
     const window =
       hours === undefined ? [] : [`timestamp >= ${rangeEnd} - INTERVAL ${p.bind('UInt32', hours)} HOUR`];
