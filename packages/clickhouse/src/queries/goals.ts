@@ -1,7 +1,7 @@
 import { toIso } from '@trackhouse/core';
 import type { ClickHouse } from '../client';
 import { readRollup, type Settled } from './analytics/rollup';
-import { emptyCounts, inPartitions, type KeyedCounts, summarizedDays } from './analytics/summaries';
+import { emptyCounts, inPartitions, type KeyedCounts, partsOf, summarizedDays } from './analytics/summaries';
 import { type CommonParams, EVENT_ORDER, nextDay, Params, rangeBounds, whereClause } from './builder';
 
 export type GoalDefinition =
@@ -234,7 +234,7 @@ async function dayCounts(
   pageSets: bigint[][],
 ): Promise<Map<number, KeyedCounts> | undefined> {
   if (!settled) return undefined;
-  const parts = days.map((d) => settled.parts[settled.partitions.indexOf(String(d))]!);
+  const parts = partsOf(settled, days);
   const p = new Params();
   const counts = pageSets.map((set, j) => `, countIf(${converts(p, set)}) AS c${j}`).join('');
   // Settled parts hold one row per session: no FINAL.

@@ -40,6 +40,7 @@ import {
   mergeCounts,
   PARTITION_DAY,
   type Parts,
+  partsOf,
   summarizedDays,
   type ValueCounts,
   withinDays,
@@ -190,7 +191,7 @@ async function sessionAttributeCounts(
   days: number[],
 ): Promise<Map<number, KeyedCounts> | undefined> {
   if (!settled) return undefined;
-  const parts = days.map((d) => settled.parts[settled.partitions.indexOf(String(d))]!);
+  const parts = partsOf(settled, days);
   const p = new Params();
   const pageviews = SESSION_ROW_FIELDS.pageviews.rollup(false);
   // Settled parts hold one row per session: no FINAL.

@@ -13,7 +13,7 @@ import {
   type Settled,
 } from './rollup';
 import { countedSessions, EVENT_ORDER, listed, listOrder, rankedPage, SESSION_MS } from './shared';
-import { emptyCounts, inPartitions, summarizedDays } from './summaries';
+import { emptyCounts, inPartitions, partsOf, summarizedDays } from './summaries';
 
 /** SPEC 13 Session: section 9's fields and the extras of the sessions endpoints. */
 export interface TrafficSession {
@@ -245,7 +245,7 @@ async function countedTotal(
     async (missing) => {
       if (!settled) return undefined;
       const p = new Params();
-      const parts = missing.map((d) => settled.parts[settled.partitions.indexOf(String(d))]!);
+      const parts = partsOf(settled, missing);
       // Settled parts hold one row per session: no FINAL.
       const rows = await ch.query<{ day: string; n: number }>(
         `SELECT _partition_id AS day, count() AS n FROM session_facts

@@ -75,6 +75,10 @@ export function mergeCounts(into: KeyedCounts, from: KeyedCounts): void {
   into.all_events += from.all_events;
 }
 
+/** The settled parts of some partition days (YYYYMMDD). */
+export const partsOf = (settled: Settled, days: number[]) =>
+  days.map((d) => settled.parts[settled.partitions.indexOf(String(d))]!);
+
 /** The day of a session's partition (its key, as the engine computes it: a number YYYYMMDD). */
 export const PARTITION_DAY = 'toYYYYMMDD(UUIDv7ToDateTime(session_id))';
 
