@@ -36,7 +36,8 @@ export function overviewRoutes(ctx: QueryContext) {
         return c.json({ data: await overview(ctx.ch, site.siteId, common) }, 200);
       }
       const before = previousRange(common.startDate, common.endDate);
-      // Both ranges at once: the engine has a connection for each (CLICKHOUSE_QUERY_POOL).
+      // Both ranges at once: a ClickHouse server runs them side by side (the embedded engine
+      // runs bound queries one at a time, docs/decisions.md).
       const [data, previous] = await Promise.all([
         overview(ctx.ch, site.siteId, common),
         overview(ctx.ch, site.siteId, { ...common, ...before }),
