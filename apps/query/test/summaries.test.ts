@@ -170,6 +170,21 @@ const tamper = async (parameters: string[], day: number, table = 'session_paths'
   });
 };
 
+/** `n` late events in sessions of 7 June (DAY): its partitions gain a part. */
+const addLateEvents = async (n: number, token: string) => {
+  const late = lateEvents(
+    events.filter((e) => e.timestamp.startsWith('2026-06-07')),
+    n,
+  );
+  await h.ch.writer.insert({
+    table: 'events',
+    values: late,
+    format: 'JSONEachRow',
+    clickhouse_settings: { insert_deduplication_token: `${token}-late-${tenant.siteId}` },
+  });
+  events = [...events, ...late];
+};
+
 // Summaries read the parts of a single engine; a cluster reads every day from its sessions.
 describe.skipIf(TEST_CLICKHOUSE === 'cluster')('per-day summaries of the page breakdowns', () => {
   it('summarizes the whole UTC days of a range, a week of them per read, and answers as the events do', async () => {
@@ -207,17 +222,7 @@ describe.skipIf(TEST_CLICKHOUSE === 'cluster')('per-day summaries of the page br
     }
 
     // Late events in sessions of that day: its partition gains a part, its summary is left.
-    const late = lateEvents(
-      events.filter((e) => e.timestamp.startsWith('2026-06-07')),
-      5,
-    );
-    await h.ch.writer.insert({
-      table: 'events',
-      values: late,
-      format: 'JSONEachRow',
-      clickhouse_settings: { insert_deduplication_token: `summaries-late-${tenant.siteId}` },
-    });
-    events = [...events, ...late];
+    await addLateEvents(5, 'summaries');
     const res = await metric('pathname');
     expect(res.body.data.data.map((r) => r.value)).not.toContain(TAMPERED);
     expect(res.body.data).toEqual(expected('pathname'));
@@ -413,17 +418,7 @@ describe.skipIf(TEST_CLICKHOUSE === 'cluster')('per-day summaries of the goal li
     const tampered = await list();
     expect(tampered[0]!.conversions).toBeGreaterThan(1_000_000);
 
-    const late = lateEvents(
-      events.filter((e) => e.timestamp.startsWith('2026-06-07')),
-      4,
-    );
-    await h.ch.writer.insert({
-      table: 'events',
-      values: late,
-      format: 'JSONEachRow',
-      clickhouse_settings: { insert_deduplication_token: `goal-summaries-late-${tenant.siteId}` },
-    });
-    events = [...events, ...late];
+    await addLateEvents(4, 'goal-summaries');
     expect(await list()).toEqual(expectedList());
     await compactSessionDays(h.ch, new Date('2027-01-01T00:00:00Z'));
     for (let i = 0; i < 2; i++) expect(await list()).toEqual(expectedList());
