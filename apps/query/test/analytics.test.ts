@@ -332,9 +332,10 @@ describe('users list where one visitor holds the latest sessions', () => {
 });
 
 describe('lists of a range ending today', () => {
-  it('takes the newest sessions and goal sessions from the last hours before now, as the events rank them', async () => {
+  it('takes the newest sessions, visitors and goal sessions from the last hours before now, as the events rank them', async () => {
     // Two days of events up to a minute ago, the range through today (its end hours away): the
-    // pages come from the sessions of the hours before now, widened where they fall short.
+    // pages come from the sessions of the hours before now (visitors by first seen: of the
+    // range's first hours), widened where they fall short.
     const t = await h.tenant();
     const end = new Date(Date.now() - 60_000);
     const stored = [...generateEvents({ siteId: t.siteId, events: 2500, days: 2, end, seed: 33 })];
@@ -364,6 +365,17 @@ describe('lists of a range ending today', () => {
         data: sessions.slice(from, from + Number(limit)),
         totalCount: sessions.length,
       });
+    }
+    for (const [sort, order] of [
+      ['last_seen', 'desc'],
+      ['first_seen', 'asc'],
+    ] as const) {
+      const users = ref.users(selection, sort, order);
+      const res = await h.json<{ data: unknown[]; totalCount: number }>(
+        `/api/sites/${t.siteId}/users?${query(range, { sort, order, limit: '10', page: '2' })}`,
+        { key: t.key },
+      );
+      expect({ sort, ...res.body }).toEqual({ sort, data: users.slice(10, 20), totalCount: users.length });
     }
     const goal = { goalType: 'path', config: { pathPattern: '/**' } } as const;
     const created = await h.json<{ goalId: number }>(`/api/sites/${t.siteId}/goals`, {

@@ -1,7 +1,15 @@
 import { toIso } from '@trackhouse/core';
 import type { ClickHouse } from '../../client';
-import { type CommonParams, Params, whereClause } from '../builder';
-import { crossingSessions, readRollup, rollupApplies, rollupSessionRows, userIdOfKey } from './rollup';
+import { type CommonParams, Params, rangeBounds, whereClause } from '../builder';
+import {
+  crossingSessions,
+  type Edges,
+  readRollup,
+  rollupApplies,
+  rollupSessionRows,
+  type Settled,
+  userIdOfKey,
+} from './rollup';
 import { EVENT_ORDER, eventOrderKey, rankedPage } from './shared';
 import {
   aliasedVisitors,
@@ -243,6 +251,56 @@ const LEADING_SESSIONS: Partial<Record<`${UserSort} ${UserPage['order']}`, strin
   'last_seen desc': 's_end DESC',
   'first_seen asc': 's_start ASC',
 };
+type LeadingSort = 'last_seen desc' | 'first_seen asc';
+
+/** Hours of sessions the leading ones are looked for in first (widening), as the sessions list does. */
+const LEADING_WINDOWS = [3, 24, 24 * 8];
+
+/**
+ * The first `scanned` sessions of a leading sort (their visitor keys), looked for among the
+ * sessions of a window only: by last seen, those whose rollup row ends in the last hours before
+ * the range's end (or now, if sooner); by first seen, those whose row starts in the first hours
+ * of the range. Every session of the range ending (starting) in the window has its row there
+ * too, so when the window's `scanned`-th session still ends (starts) in it, its first ones are
+ * the range's. Undefined when no window holds them (the caller reads the whole range).
+ */
+async function windowedLeading(
+  ch: ClickHouse,
+  siteId: number,
+  common: CommonParams,
+  settled: Settled | undefined,
+  edges: Edges,
+  sort: LeadingSort,
+  scanned: number,
+): Promise<{ k: string }[] | undefined> {
+  const latest = sort === 'last_seen desc';
+  if (!(latest ? common.endDate : common.startDate)) return undefined;
+  for (const hours of LEADING_WINDOWS) {
+    const bound = (q: Params) => {
+      const { from, to } = rangeBounds(q, common);
+      const h = q.bind('UInt32', hours);
+      return latest ? `least(${to}, now64(3)) - INTERVAL ${h} HOUR` : `${from} + INTERVAL ${h} HOUR`;
+    };
+    const q = new Params();
+    const rows = await rollupSessionRows(ch, q, siteId, common, ['user_key', 'start', 'end'], settled, {
+      // Every crossing session: one outside the window cannot come first in it.
+      restrict: (r) => (latest ? `session_end >= ${bound(r)}` : `session_start < ${bound(r)}`),
+      edges,
+    });
+    const at = latest ? 's_end' : 's_start';
+    const found = await ch.query<{ k: string; at: number; bound: number }>(
+      `SELECT toString(s_user_key) AS k, toUnixTimestamp64Milli(${at}) AS at,
+         toUnixTimestamp64Milli(${bound(q)}) AS bound
+       FROM (${rows})
+       ORDER BY ${LEADING_SESSIONS[sort]}, s_user_key ASC LIMIT ${q.bind('UInt32', scanned)}`,
+      q.values,
+    );
+    const last = found[scanned - 1];
+    if (last && (latest ? Number(last.at) >= Number(last.bound) : Number(last.at) < Number(last.bound)))
+      return found;
+  }
+  return undefined;
+}
 
 /** Deepest page (offset + limit) read from the leading sessions. */
 const MAX_LEADING = 5000;
@@ -251,27 +309,33 @@ const MAX_LEADING = 5000;
  * The keys (decimal text) of one page of visitors of `sessions` (rows of rollupSessionRows with
  * `s_user_key`, `s_start`, `s_end`, `s_pageviews`, `s_events`), in the list's order, and how
  * many visitors there are. For the sorts of LEADING_SESSIONS, from the sessions leading in
- * their order (a partial sort, several times faster than ranking every visitor), unless
- * visitors repeat among them so often that they hold too few; else every visitor ranked.
+ * their order (a partial sort, several times faster than ranking every visitor; `windowed`
+ * looks for them among a window's sessions first), unless visitors repeat among them so often
+ * that they hold too few; else every visitor ranked.
  */
 async function visitorsPage(
   ch: ClickHouse,
   p: Params,
   sessions: string,
   page: UserPage,
+  windowed?: (sort: LeadingSort, scanned: number) => Promise<{ k: string }[] | undefined>,
 ): Promise<{ keys: string[]; total: number }> {
-  const order = LEADING_SESSIONS[`${page.sort} ${page.order}`];
+  const sort = `${page.sort} ${page.order}` as const;
+  const order = LEADING_SESSIONS[sort];
   const wanted = page.offset + page.limit;
   if (order && wanted <= MAX_LEADING) {
     const scanned = wanted * 4 + 100;
-    const [leading, counted] = await Promise.all([
-      ch.query<{ k: string }>(
+    const leading =
+      (await windowed?.(sort as LeadingSort, scanned)) ??
+      (await ch.query<{ k: string }>(
         `SELECT toString(s_user_key) AS k FROM (${sessions})
          ORDER BY ${order}, s_user_key ASC LIMIT ${p.bind('UInt32', scanned)}`,
         p.values,
-      ),
-      ch.query<{ total: number }>(`SELECT uniqExact(s_user_key) AS total FROM (${sessions})`, p.values),
-    ]);
+      ));
+    const counted = await ch.query<{ total: number }>(
+      `SELECT uniqExact(s_user_key) AS total FROM (${sessions})`,
+      p.values,
+    );
     const met = [...new Set(leading.map((r) => r.k))];
     // Fewer sessions than asked for: every visitor was met.
     if (met.length >= wanted || leading.length < scanned) {
@@ -319,7 +383,9 @@ async function listUsersFromSessions(
       settled,
       { edges },
     );
-    const { keys, total } = await visitorsPage(ch, p, sessions, page);
+    const { keys, total } = await visitorsPage(ch, p, sessions, page, (sort, scanned) =>
+      windowedLeading(ch, siteId, common, settled, edges, sort, scanned),
+    );
     const ids = keys.map(userIdOfKey);
     if (ids.length === 0) return { rows: [], total, ids };
     // The listed visitors' counts and latest identified id over their sessions' ones, by their
