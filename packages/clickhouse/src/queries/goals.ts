@@ -1,7 +1,14 @@
 import { toIso } from '@trackhouse/core';
 import type { ClickHouse } from '../client';
-import { readRollup, type Settled } from './analytics/rollup';
-import { emptyCounts, inPartitions, type KeyedCounts, partsOf, summarizedDays } from './analytics/summaries';
+import { readRollup } from './analytics/rollup';
+import { hoursBeforeEnd, RECENT_HOURS } from './analytics/shared';
+import {
+  emptyCounts,
+  inPartitions,
+  type KeyedCounts,
+  settledPartsQuery,
+  summarizedDays,
+} from './analytics/summaries';
 import { type CommonParams, EVENT_ORDER, nextDay, Params, rangeBounds, whereClause } from './builder';
 
 export type GoalDefinition =
@@ -195,7 +202,7 @@ async function rollupSessionCounts(
         common,
         'goals',
         settled,
-        (missing) => dayCounts(ch, siteId, settled, missing, patterns, pageSets),
+        (missing, parts) => dayCounts(ch, siteId, missing, parts, patterns, pageSets),
         { table: 'sessions', values: patterns },
       );
       const live = await liveSessionCounts(ch, siteId, common, goals, pageSets, days?.partitions);
@@ -228,21 +235,15 @@ function converts(p: Params, set: bigint[]): string {
 async function dayCounts(
   ch: ClickHouse,
   siteId: number,
-  settled: Settled | undefined,
   days: number[],
+  parts: string[],
   patterns: string[],
   pageSets: bigint[][],
-): Promise<Map<number, KeyedCounts> | undefined> {
-  if (!settled) return undefined;
-  const parts = partsOf(settled, days);
+): Promise<Map<number, KeyedCounts>> {
   const p = new Params();
   const counts = pageSets.map((set, j) => `, countIf(${converts(p, set)}) AS c${j}`).join('');
-  // Settled parts hold one row per session: no FINAL.
   const rows = await ch.query<Record<string, number> & { day: string; sessions: number }>(
-    `SELECT _partition_id AS day, count() AS sessions${counts}
-     FROM sessions
-     WHERE site_id = ${p.bind('UInt32', siteId)} AND _part IN ${p.bind('Array(String)', parts)}
-     GROUP BY day`,
+    settledPartsQuery(p, 'sessions', siteId, parts, `count() AS sessions${counts}`),
     p.values,
   );
   const byDay = new Map<number, KeyedCounts>();
@@ -356,9 +357,6 @@ export interface SessionRecord {
   channel: string;
 }
 
-/** Hours before the end of the range that goal sessions look back first, widening until a page fills. */
-const GOAL_SESSION_WINDOWS = [3, 24, 24 * 8];
-
 /**
  * Sessions that converted the goal, newest end first (ties by id). Fields are over the
  * session's events in range. The page is found first, newest events first: the converted
@@ -380,16 +378,11 @@ export async function goalSessions(
     common.startDate && common.endDate
       ? (Date.parse(nextDay(common.endDate)) - Date.parse(common.startDate)) / 3_600_000 + 1
       : Number.POSITIVE_INFINITY;
-  const windows = [...GOAL_SESSION_WINDOWS.filter((h) => h < rangeHours), undefined];
+  const windows = [...RECENT_HOURS.filter((h) => h < rangeHours), undefined];
   let ids: string[] = [];
   for (const hours of windows) {
     const p = new Params();
-    // The window ends with the range, or now if sooner (a range ending today holds nothing after).
-    const rangeEnd = common.endDate
-      ? `least(toDateTime64(${p.bind('String', `${nextDay(common.endDate)} 00:00:00`)}, 3, ${p.bind('String', common.timeZone)}), now64(3))`
-      : 'now64(3)';
-    const window =
-      hours === undefined ? [] : [`timestamp >= ${rangeEnd} - INTERVAL ${p.bind('UInt32', hours)} HOUR`];
+    const window = hours === undefined ? [] : [`timestamp >= ${hoursBeforeEnd(p, common, hours)}`];
     // Sessions with an event in the window and their last event, then those among them that
     // converted in the range (the goal's rows looked up for these sessions only).
     const ranked = await ch.query<{ s_session_id: string }>(

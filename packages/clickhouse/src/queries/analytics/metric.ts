@@ -40,7 +40,7 @@ import {
   mergeCounts,
   PARTITION_DAY,
   type Parts,
-  partsOf,
+  settledPartsQuery,
   summarizedDays,
   type ValueCounts,
   withinDays,
@@ -149,7 +149,7 @@ async function sessionAttributeRows(
     common,
     parameter,
     settled,
-    (missing) => sessionAttributeCounts(ch, siteId, parameter, settled, missing),
+    (_, parts) => sessionAttributeCounts(ch, siteId, parameter, parts),
     { table: 'session_facts' },
   );
   const p = new Params();
@@ -180,26 +180,20 @@ function addSessionValues(into: KeyedCounts, rows: ValueCounts[]): void {
 }
 
 /**
- * A session attribute's counts per settled day (partitions, YYYYMMDD) over every session of the
- * day's part, for its summary (the days are those whose sessions all lie in the range asked for).
+ * A session attribute's counts per settled day over every session of the day's part (`parts`),
+ * for its summary (the days are those whose sessions all lie in the range asked for).
  */
 async function sessionAttributeCounts(
   ch: ClickHouse,
   siteId: number,
   parameter: SessionAttribute,
-  settled: Settled | undefined,
-  days: number[],
-): Promise<Map<number, KeyedCounts> | undefined> {
-  if (!settled) return undefined;
-  const parts = partsOf(settled, days);
+  parts: string[],
+): Promise<Map<number, KeyedCounts>> {
   const p = new Params();
   const pageviews = SESSION_ROW_FIELDS.pageviews.rollup(false);
-  // Settled parts hold one row per session: no FINAL.
+  const columns = `${SESSION_ROW_FIELDS[parameter].rollup(false)} AS v, ${SESSION_VALUE_COUNTS(pageviews)}`;
   const rows = await ch.query<ValueCounts & { day: string }>(
-    `SELECT _partition_id AS day, ${SESSION_ROW_FIELDS[parameter].rollup(false)} AS v, ${SESSION_VALUE_COUNTS(pageviews)}
-     FROM session_facts
-     WHERE site_id = ${p.bind('UInt32', siteId)} AND _part IN ${p.bind('Array(String)', parts)}
-     GROUP BY day, v`,
+    settledPartsQuery(p, 'session_facts', siteId, parts, columns, 'v'),
     p.values,
   );
   const byDay = new Map<number, KeyedCounts>();

@@ -234,13 +234,11 @@ export interface Edges {
 /** Crossing sessions of `only` among `edges` (the bounds kept: still bounds of the fewer). */
 function narrowEdges(edges: Edges, only: Only | undefined): Edges {
   if (!only) return edges;
-  const keep =
+  const [keep, keyOf] =
     'sessions' in only
-      ? new Set(only.sessions.map((id) => id.toLowerCase()))
-      : new Set(only.users.map((id) => BigInt(`0x${id}`).toString()));
-  const kept = edges.ids.flatMap((id, i) =>
-    keep.has('sessions' in only ? id.toLowerCase() : edges.users[i]!) ? [i] : [],
-  );
+      ? [new Set(only.sessions.map((id) => id.toLowerCase())), (i: number) => edges.ids[i]!.toLowerCase()]
+      : [new Set(only.users.map((id) => BigInt(`0x${id}`).toString())), (i: number) => edges.users[i]!];
+  const kept = edges.ids.flatMap((_, i) => (keep.has(keyOf(i)) ? [i] : []));
   return { ...edges, ids: kept.map((i) => edges.ids[i]!), users: kept.map((i) => edges.users[i]!) };
 }
 

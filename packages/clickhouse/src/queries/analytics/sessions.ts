@@ -1,7 +1,7 @@
 import { toIso } from '@trackhouse/core';
 import type { ClickHouse } from '../../client';
 import type { EventRecord, StoredEvent } from '../../rows';
-import { type CommonParams, Params, rangeBounds, rangeCondition } from '../builder';
+import { type CommonParams, Params, rangeCondition } from '../builder';
 import { EVENT_COLUMNS, type EventColumnsRow, eventRecord } from '../events';
 import {
   crossingSessions,
@@ -12,8 +12,17 @@ import {
   type SessionRowField,
   type Settled,
 } from './rollup';
-import { countedSessions, EVENT_ORDER, listed, listOrder, rankedPage, SESSION_MS } from './shared';
-import { emptyCounts, inPartitions, partsOf, summarizedDays } from './summaries';
+import {
+  countedSessions,
+  EVENT_ORDER,
+  hoursBeforeEnd,
+  listed,
+  listOrder,
+  RECENT_HOURS,
+  rankedPage,
+  SESSION_MS,
+} from './shared';
+import { emptyCounts, inPartitions, settledPartsQuery, summarizedDays } from './summaries';
 
 /** SPEC 13 Session: section 9's fields and the extras of the sessions endpoints. */
 export interface TrafficSession {
@@ -140,8 +149,8 @@ export async function listSessions(
     // The range's crossing sessions, found once for every read of the rollup below.
     const edges = rolled ? await crossingSessions(ch, siteId, scoped, settled) : undefined;
     const rank = async (limit: number, offset: number) => {
+      if (edges) return leadingSessions(ch, siteId, scoped, settled, edges, limit, offset);
       const p = new Params();
-      if (rolled) return leadingSessions(ch, siteId, scoped, settled, edges!, limit, offset);
       const sessions = countedSessions(p, siteId, scoped, [
         'toString(session_id) AS s_id',
         'min(timestamp) AS s_start',
@@ -175,9 +184,6 @@ export async function listSessions(
   return rolled ? readRollup(ch, list) : list();
 }
 
-/** Hours before the end of the range that the list looks at first, widening until a page fills. */
-const LIST_WINDOWS = [3, 24, 24 * 8];
-
 /**
  * A page of the list's ids over the rollup (ranges without filters), and the count of the
  * range's sessions. The list is newest start first: a session starting in the last hours before
@@ -199,13 +205,9 @@ async function leadingSessions(
   const wanted = offset + limit;
   const total = await countedTotal(ch, siteId, common, settled, edges);
   let head: string[] = [];
-  for (const hours of [...LIST_WINDOWS, undefined]) {
+  for (const hours of [...RECENT_HOURS, undefined]) {
     const p = new Params();
-    const since = (q: Params) => {
-      const to = rangeBounds(q, common).to;
-      const end = to ? `least(${to}, now64(3))` : 'now64(3)';
-      return `${end} - INTERVAL ${q.bind('UInt32', hours ?? 0)} HOUR`;
-    };
+    const since = (q: Params) => hoursBeforeEnd(q, common, hours ?? 0);
     const window = hours === undefined ? undefined : (q: Params) => `session_end >= ${since(q)}`;
     // Every crossing session: those ending before the window start before it too.
     const rows = await rollupSessionRows(ch, p, siteId, common, ['start'], settled, {
@@ -242,15 +244,10 @@ async function countedTotal(
     common,
     'sessions',
     settled,
-    async (missing) => {
-      if (!settled) return undefined;
+    async (_, parts) => {
       const p = new Params();
-      const parts = partsOf(settled, missing);
-      // Settled parts hold one row per session: no FINAL.
       const rows = await ch.query<{ day: string; n: number }>(
-        `SELECT _partition_id AS day, count() AS n FROM session_facts
-         WHERE site_id = ${p.bind('UInt32', siteId)} AND _part IN ${p.bind('Array(String)', parts)}
-         GROUP BY day`,
+        settledPartsQuery(p, 'session_facts', siteId, parts, 'count() AS n'),
         p.values,
       );
       return new Map(rows.map((r) => [Number(r.day), { ...emptyCounts(), all_sessions: Number(r.n) }]));

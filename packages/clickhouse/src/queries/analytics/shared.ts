@@ -1,6 +1,21 @@
-import { type CommonParams, filterConditions, type Params, rangeCondition } from '../builder';
+import { type CommonParams, filterConditions, type Params, rangeBounds, rangeCondition } from '../builder';
 
 export { EVENT_ORDER, eventOrderKey, orderMs } from '../builder';
+
+/**
+ * Hours back from the end of a range that the newest-first lists (sessions, goal sessions,
+ * users by last seen) look at first, widening until a page fills.
+ */
+export const RECENT_HOURS = [3, 24, 24 * 8];
+
+/**
+ * The instant `hours` before the end of the range or before now, whichever is sooner (an open
+ * range ends now): a range through today has nothing in its last hours.
+ */
+export function hoursBeforeEnd(p: Params, common: CommonParams, hours: number): string {
+  const { to } = rangeBounds(p, common);
+  return `${to ? `least(${to}, now64(3))` : 'now64(3)'} - INTERVAL ${p.bind('UInt32', hours)} HOUR`;
+}
 
 /** Attributes a session takes from its first event in range (SPEC 13). */
 export const SESSION_ATTRIBUTES = [

@@ -75,9 +75,20 @@ export function mergeCounts(into: KeyedCounts, from: KeyedCounts): void {
   into.all_events += from.all_events;
 }
 
-/** The settled parts of some partition days (YYYYMMDD). */
-export const partsOf = (settled: Settled, days: number[]) =>
-  days.map((d) => settled.parts[settled.partitions.indexOf(String(d))]!);
+/**
+ * A site's rows of some settled `parts` of a rollup grouped by partition day (`day`) and `by`:
+ * a settled part holds one row per session, so no FINAL. For the builders of summaries.
+ */
+export const settledPartsQuery = (
+  p: Params,
+  table: SessionRollup,
+  siteId: number,
+  parts: string[],
+  columns: string,
+  by?: string,
+) => `SELECT _partition_id AS day, ${columns} FROM ${table}
+  WHERE site_id = ${p.bind('UInt32', siteId)} AND _part IN ${p.bind('Array(String)', parts)}
+  GROUP BY day${by ? `, ${by}` : ''}`;
 
 /** The day of a session's partition (its key, as the engine computes it: a number YYYYMMDD). */
 export const PARTITION_DAY = 'toYYYYMMDD(UUIDv7ToDateTime(session_id))';
@@ -153,7 +164,7 @@ export function daysSpan(p: Params, days: number[]): { from: string; to: string 
  * keyed breakdowns, the covered ones for the others) in the range asked for, per partition day;
  * undefined when it cannot.
  */
-export type BuildCounts = (days: number[]) => Promise<Map<number, KeyedCounts> | undefined>;
+export type BuildCounts = (days: number[], parts: string[]) => Promise<Map<number, KeyedCounts> | undefined>;
 
 /** Most days one read summarizes. */
 const MAX_BUILT_DAYS = 7;
@@ -256,7 +267,13 @@ export async function summarizedDays(
   const unsummarized = days.filter((d) => !summarized.has(d.day) && !outside.has(d.day));
   const spans = whole ? await sessionSpans(ch, siteId, common, unsummarized, table) : undefined;
   const missing = unsummarized.filter((d) => spans?.get(d.day)?.inside !== false).slice(0, MAX_BUILT_DAYS);
-  const built = missing.length > 0 ? await build(missing.map((d) => d.day)) : undefined;
+  const built =
+    missing.length > 0
+      ? await build(
+          missing.map((d) => d.day),
+          missing.map((d) => d.part),
+        )
+      : undefined;
   if (built) {
     const summaries = missing.map(({ day, part }) => ({
       day,

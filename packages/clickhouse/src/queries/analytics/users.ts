@@ -10,7 +10,7 @@ import {
   type Settled,
   userIdOfKey,
 } from './rollup';
-import { EVENT_ORDER, eventOrderKey, rankedPage } from './shared';
+import { EVENT_ORDER, eventOrderKey, hoursBeforeEnd, RECENT_HOURS, rankedPage } from './shared';
 import {
   aliasedVisitors,
   currentAliases,
@@ -253,9 +253,6 @@ const LEADING_SESSIONS: Partial<Record<`${UserSort} ${UserPage['order']}`, strin
 };
 type LeadingSort = 'last_seen desc' | 'first_seen asc';
 
-/** Hours of sessions the leading ones are looked for in first (widening), as the sessions list does. */
-const LEADING_WINDOWS = [3, 24, 24 * 8];
-
 /**
  * The first `scanned` sessions of a leading sort (their visitor keys), looked for among the
  * sessions of a window only: by last seen, those whose rollup row ends in the last hours before
@@ -274,13 +271,13 @@ async function windowedLeading(
   scanned: number,
 ): Promise<{ k: string }[] | undefined> {
   const latest = sort === 'last_seen desc';
-  if (!(latest ? common.endDate : common.startDate)) return undefined;
-  for (const hours of LEADING_WINDOWS) {
-    const bound = (q: Params) => {
-      const { from, to } = rangeBounds(q, common);
-      const h = q.bind('UInt32', hours);
-      return latest ? `least(${to}, now64(3)) - INTERVAL ${h} HOUR` : `${from} + INTERVAL ${h} HOUR`;
-    };
+  if (!latest && !common.startDate) return undefined;
+  // Hours before the range's end (or now), as the other lists look; by first seen, after its start.
+  for (const hours of RECENT_HOURS) {
+    const bound = (q: Params) =>
+      latest
+        ? hoursBeforeEnd(q, common, hours)
+        : `${rangeBounds(q, common).from} + INTERVAL ${q.bind('UInt32', hours)} HOUR`;
     const q = new Params();
     const rows = await rollupSessionRows(ch, q, siteId, common, ['user_key', 'start', 'end'], settled, {
       // Every crossing session: one outside the window cannot come first in it.
