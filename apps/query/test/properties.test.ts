@@ -293,7 +293,8 @@ describe('hostile input, as properties', () => {
         const stored = (list.body as { data: { goalId: number; name: string; config: unknown }[] }).data.find(
           (g) => g.goalId === saved,
         );
-        const sent = body as { name: string; config: Record<string, unknown> };
+        // What went over the wire: the JSON text of the body (-0 is written as 0).
+        const sent = JSON.parse(JSON.stringify(body)) as { name: string; config: Record<string, unknown> };
         expect(stored).toMatchObject({
           name: storable(sent.name).trim(),
           config: Object.fromEntries(
