@@ -366,6 +366,34 @@ describe('lists of a range ending today', () => {
         totalCount: sessions.length,
       });
     }
+    // Filtered: the counted sessions of the last hours, found from their matching events there.
+    const filtered = {
+      ...range,
+      filters: [f('pathname', 'not_contains', 'blog'), f('country', 'not_equals', 'GB')],
+    };
+    const counted = ref.sessions(ref.selection(stored, t.siteId, full(filtered)));
+    expect(counted.length).toBeLessThan(sessions.length);
+    // A page reaching back to the first sessions of the last three hours, where the window's
+    // matching events begin.
+    const recent = counted.filter((c) => Date.parse(c.session_start) >= Date.now() - 3 * 3_600_000).length;
+    expect(recent).toBeGreaterThan(5);
+    for (const [limit, page] of [
+      ['5', '1'],
+      ['20', '2'],
+      [String(recent), '1'],
+    ] as const) {
+      const res = await h.json<{ data: unknown[]; totalCount: number }>(
+        `/api/sites/${t.siteId}/sessions?${query(filtered, { limit, page })}`,
+        { key: t.key },
+      );
+      const from = (Number(page) - 1) * Number(limit);
+      expect({ limit, page, ...res.body }).toEqual({
+        limit,
+        page,
+        data: counted.slice(from, from + Number(limit)),
+        totalCount: counted.length,
+      });
+    }
     for (const [sort, order] of [
       ['last_seen', 'desc'],
       ['first_seen', 'asc'],

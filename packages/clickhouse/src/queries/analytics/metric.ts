@@ -17,6 +17,7 @@ import {
   readRollup,
   rollupApplies,
   rollupSessionRows,
+  rollupSessionsApply,
   SESSION_ROW_FIELDS,
   type Settled,
 } from './rollup';
@@ -132,9 +133,10 @@ function bySessionValue(
 }
 
 /**
- * A session attribute's values ranked (empty values left out), unfiltered: the days whose
+ * A session attribute's values ranked (empty values left out). Unfiltered: the days whose
  * sessions lie in range and have a summary read from it (summaries.ts), the range's other
- * sessions from `session_facts` as every unfiltered session answer reads them.
+ * sessions from `session_facts` as every unfiltered session answer reads them; filtered: the
+ * counted sessions from `session_facts` (rollupSessionRows).
  */
 async function sessionAttributeRows(
   ch: ClickHouse,
@@ -143,15 +145,19 @@ async function sessionAttributeRows(
   parameter: SessionAttribute,
   settled: Settled | undefined,
 ): Promise<Row[]> {
-  const days = await summarizedDays(
-    ch,
-    siteId,
-    common,
-    parameter,
-    settled,
-    (_, parts) => sessionAttributeCounts(ch, siteId, parameter, parts),
-    { table: 'session_facts' },
-  );
+  // Summaries hold every session of their days: none apply to a filtered answer.
+  const days =
+    common.filters.length === 0
+      ? await summarizedDays(
+          ch,
+          siteId,
+          common,
+          parameter,
+          settled,
+          (_, parts) => sessionAttributeCounts(ch, siteId, parameter, parts),
+          { table: 'session_facts' },
+        )
+      : undefined;
   const p = new Params();
   const sessions = await rollupSessionRows(ch, p, siteId, common, ['pageviews', parameter], settled, {
     restrict: days && ((q) => inPartitions(q, days.partitions, true)),
@@ -572,17 +578,19 @@ export async function metric(
       p.values,
     );
   };
-  // Unfiltered session attributes, page values and event names: every value ranked in the
-  // service, with summaries.
-  const summarized = !rollupApplies(ch, common)
+  // Session attributes (filtered too) and unfiltered page values and event names: every value
+  // ranked in the service, unfiltered with summaries.
+  const summarized = !rollupSessionsApply(ch)
     ? undefined
-    : isKeyed(parameter)
-      ? (settled?: Settled) => keyedMetricRows(ch, siteId, common, parameter, settled)
-      : isEventValue(parameter)
-        ? (settled?: Settled) => eventValueRows(ch, siteId, common, parameter, settled)
-        : isSessionAttribute(parameter)
-          ? (settled?: Settled) => sessionAttributeRows(ch, siteId, common, parameter, settled)
-          : undefined;
+    : isSessionAttribute(parameter)
+      ? (settled?: Settled) => sessionAttributeRows(ch, siteId, common, parameter, settled)
+      : !rollupApplies(ch, common)
+        ? undefined
+        : isKeyed(parameter)
+          ? (settled?: Settled) => keyedMetricRows(ch, siteId, common, parameter, settled)
+          : isEventValue(parameter)
+            ? (settled?: Settled) => eventValueRows(ch, siteId, common, parameter, settled)
+            : undefined;
   const all = summarized
     ? await readRollup(ch, summarized, isSessionAttribute(parameter) ? 'session_facts' : 'session_paths')
     : undefined;

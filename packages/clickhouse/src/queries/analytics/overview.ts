@@ -1,6 +1,6 @@
 import type { ClickHouse } from '../../client';
 import { type CommonParams, Params, whereClause } from '../builder';
-import { readRollup, rollupApplies, rollupSessionRows } from './rollup';
+import { readRollup, rollupSessionRows, rollupSessionsApply } from './rollup';
 import { addDays, countedSessions, daysBetween, ratio, SESSION_MS } from './shared';
 
 /** SPEC 13 `overview` numbers of one range. */
@@ -45,21 +45,31 @@ export async function overview(
   siteId: number,
   common: CommonParams,
 ): Promise<TrafficSummary> {
-  if (rollupApplies(ch, common)) {
-    // Without filters every event in range belongs to a counted session, and a session has one
-    // anonymous visitor: pageviews and users follow from the sessions.
+  if (rollupSessionsApply(ch)) {
+    // Every event in range of a counted session that matches the filters counts (with no
+    // filters: every event of it), and a session has one anonymous visitor: the users follow
+    // from the sessions, the pageviews from their matching pageviews.
+    const pageviews = common.filters.length > 0 ? 'sum(m_pageviews)' : 'sum(s_pageviews)';
     const [t] = await readRollup(ch, async (settled) => {
       const p = new Params();
       const rows = await rollupSessionRows(ch, p, siteId, common, ['pageviews', 'ms', 'user_key'], settled);
-      return ch.query<SessionTotals & { users: number }>(
-        `SELECT ${SESSION_TOTAL_AGGREGATES}, uniqExact(s_user_key) AS users FROM (${rows})`,
+      return ch.query<SessionTotals & { pageviews: number; users: number }>(
+        `SELECT ${SESSION_TOTAL_AGGREGATES}, ${pageviews} AS pageviews, uniqExact(s_user_key) AS users
+         FROM (${rows})`,
         p.values,
       );
     });
-    const totals = t ?? { sessions: 0, session_pageviews: 0, bounces: 0, duration_ms: 0, users: 0 };
+    const totals = t ?? {
+      sessions: 0,
+      session_pageviews: 0,
+      bounces: 0,
+      duration_ms: 0,
+      pageviews: 0,
+      users: 0,
+    };
     return {
       sessions: totals.sessions,
-      pageviews: totals.session_pageviews,
+      pageviews: totals.pageviews,
       users: totals.users,
       ...sessionAverages(totals),
     };

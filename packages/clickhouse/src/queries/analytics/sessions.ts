@@ -7,8 +7,8 @@ import {
   crossingSessions,
   type Edges,
   readRollup,
-  rollupApplies,
   rollupSessionRows,
+  rollupSessionsApply,
   type SessionRowField,
   type Settled,
 } from './rollup';
@@ -18,6 +18,7 @@ import {
   hoursBeforeEnd,
   listed,
   listOrder,
+  matchesFilters,
   RECENT_HOURS,
   rankedPage,
   SESSION_MS,
@@ -144,7 +145,7 @@ export async function listSessions(
           ...common,
           filters: [...common.filters, { parameter: 'user_id', type: 'equals', value: [page.userId] }],
         };
-  const rolled = rollupApplies(ch, scoped);
+  const rolled = rollupSessionsApply(ch);
   const list = async (settled?: Settled) => {
     // The range's crossing sessions, found once for every read of the rollup below.
     const edges = rolled ? await crossingSessions(ch, siteId, scoped, settled) : undefined;
@@ -171,8 +172,9 @@ export async function listSessions(
     const pageIds = ranked.map((r) => r.s_id);
     const rows = await ch.query<SessionRow>(
       rolled
-        ? `SELECT ${ROLLUP_SESSION_COLUMNS}
-           FROM (${await rollupSessionRows(ch, p, siteId, common, ROLLUP_SESSION_FIELDS, settled, { only: { sessions: pageIds }, edges })})`
+        ? // The page's sessions are counted ones: their fields are read with no filters.
+          `SELECT ${ROLLUP_SESSION_COLUMNS}
+           FROM (${await rollupSessionRows(ch, p, siteId, { ...common, filters: [] }, ROLLUP_SESSION_FIELDS, settled, { only: { sessions: pageIds }, edges })})`
         : `SELECT ${SESSION_FIELDS} FROM events
            WHERE ${rangeCondition(p, siteId, common)} AND session_id IN ${p.bind('Array(UUID)', pageIds)}
            GROUP BY session_id`,
@@ -185,8 +187,8 @@ export async function listSessions(
 }
 
 /**
- * A page of the list's ids over the rollup (ranges without filters), and the count of the
- * range's sessions. The list is newest start first: a session starting in the last hours before
+ * A page of the list's ids over the rollup (filtered: over its counted sessions), and the count
+ * of the range's sessions. The list is newest start first: a session starting in the last hours before
  * the end of the range (or now, if sooner) ends there too, so the sessions ending in them (by the
  * rollup's end, which no start in range passes) hold every one starting there. When at least
  * `offset + limit` of them start there, the page is theirs; otherwise the window widens, at last
@@ -203,16 +205,22 @@ async function leadingSessions(
   offset: number,
 ): Promise<{ s_id: string; s_total: number }[]> {
   const wanted = offset + limit;
-  const total = await countedTotal(ch, siteId, common, settled, edges);
+  const total =
+    common.filters.length === 0
+      ? await countedTotal(ch, siteId, common, settled, edges)
+      : await matchedTotal(ch, siteId, common);
   let head: string[] = [];
   for (const hours of [...RECENT_HOURS, undefined]) {
     const p = new Params();
     const since = (q: Params) => hoursBeforeEnd(q, common, hours ?? 0);
     const window = hours === undefined ? undefined : (q: Params) => `session_end >= ${since(q)}`;
-    // Every crossing session: those ending before the window start before it too.
+    // Every crossing session: those ending before the window start before it too. Filtered, a
+    // session starting in the window has all its events there: the matching events before it
+    // are not looked at.
     const rows = await rollupSessionRows(ch, p, siteId, common, ['start'], settled, {
       restrict: window,
       edges,
+      matching: window && ((q: Params) => `timestamp >= ${since(q)}`),
     });
     const [row] = await ch.query<{ head: string[]; since: number }>(
       `SELECT arrayMap(x -> toString(x), groupArraySorted(${p.bind('UInt32', wanted)})(${listOrder('toUnixTimestamp64Milli(s_start)')})) AS head,
@@ -260,6 +268,17 @@ async function countedTotal(
   const counted = await rollupSessionRows(ch, p, siteId, common, [], settled, { restrict: rest, edges });
   const [row] = await ch.query<{ n: number }>(`SELECT count() AS n FROM (${counted})`, p.values);
   return Number(row?.n ?? 0) + (days?.counts.all_sessions ?? 0);
+}
+
+/** The counted sessions of a filtered range: the sessions of its matching events. */
+async function matchedTotal(ch: ClickHouse, siteId: number, common: CommonParams): Promise<number> {
+  const p = new Params();
+  const [row] = await ch.query<{ n: number }>(
+    `SELECT uniqExact(session_id) AS n FROM events
+     WHERE ${rangeCondition(p, siteId, common)} AND ${matchesFilters(p, siteId, common)}`,
+    p.values,
+  );
+  return Number(row?.n ?? 0);
 }
 
 /** An event of a session as the session endpoint answers it: error events included. */
