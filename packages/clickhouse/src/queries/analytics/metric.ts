@@ -15,10 +15,10 @@ import {
 import {
   fromRollup,
   readRollup,
-  rollupApplies,
   rollupSessionRows,
   rollupSessionsApply,
   SESSION_ROW_FIELDS,
+  type SessionRollup,
   type Settled,
 } from './rollup';
 import {
@@ -53,6 +53,7 @@ const isSessionAttribute = (p: MetricParameter): p is SessionAttribute =>
 
 /** Values of single pageviews: a session counts under each value among its pageviews. */
 const PAGE_VALUES = ['pathname', 'page_title', 'hostname', 'querystring'] as const;
+const isPageValue = (p: MetricParameter) => (PAGE_VALUES as readonly string[]).includes(p);
 
 export const METRIC_PARAMETERS = [
   ...SESSION_ATTRIBUTES,
@@ -241,19 +242,61 @@ function byEventValue(
       `arrayMap(i -> s_ps[s_order[i]], s_at) AS s_vals`,
       `arrayMap(i -> if(i < length(s_order), ${orderMs('s_ks[s_order[i + 1]]')} - ${orderMs('s_ks[s_order[i]]')}, -1), s_at) AS s_gaps`,
     );
-  } else {
-    const type = parameter === 'event_name' ? 'custom_event' : 'pageview';
-    // An identifier from the allowlists above, never request text.
-    columns.push(`groupArrayIf(toString(${parameter}), type = '${type}' AND ${matches}) AS s_vals`);
-  }
+  } else columns.push(`${eventValues(parameter, matches)} AS s_vals`);
+  return rankEventValues(
+    countedSessions(p, siteId, common, columns, { extra, preselect: true }),
+    timed,
+    byDay,
+  );
+}
+
+/**
+ * A session's values of single events (`parameter` of its pageviews, or names of its custom
+ * events) among those matching `matches`, as an array.
+ */
+function eventValues(parameter: MetricParameter, matches: string): string {
+  const type = parameter === 'event_name' ? 'custom_event' : 'pageview';
+  // An identifier from the allowlists above, never request text.
+  return `groupArrayIf(toString(${parameter}), type = '${type}' AND ${matches})`;
+}
+
+/**
+ * Ranks the values of per-session rows (`s_pageviews`, `s_vals`, with `timed` `s_gaps` too): see
+ * byEventValue.
+ */
+function rankEventValues(sessions: string, timed: boolean, byDay: boolean): string {
   return `SELECT ${dayOf(byDay)} AS day, v, countIf(k = 1) AS n_sessions, countIf(i > 0) AS n_events,
     countIf(k = 1 AND s_pageviews = 1) AS bounces,
     ${timed ? 'sumIf(gap, i > 0 AND gap >= 0) AS top_ms, countIf(i > 0 AND gap >= 0) AS top_n' : '0 AS top_ms, 0 AS top_n'},
     sum(countIf(i <= 1)) OVER (PARTITION BY day) AS all_sessions,
     sum(countIf(i > 0)) OVER (PARTITION BY day) AS all_events, ${TOTALS}
-  FROM (${countedSessions(p, siteId, common, columns, { extra, preselect: true })})
+  FROM (${sessions})
   LEFT ARRAY JOIN s_vals AS v, arrayEnumerate(s_vals) AS i, arrayEnumerateUniq(s_vals) AS k${timed ? ', s_gaps AS gap' : ''}
   GROUP BY day, v`;
+}
+
+/**
+ * Values of single events but pathname (whose times on page need every event), filtered: the
+ * counted sessions from `session_facts` (rollupSessionRows), each with its values among its
+ * matching events, ranked as byEventValue ranks them.
+ */
+async function matchedEventValueRows(
+  ch: ClickHouse,
+  siteId: number,
+  common: CommonParams,
+  parameter: MetricParameter,
+  settled: Settled | undefined,
+): Promise<Row[]> {
+  const p = new Params();
+  // The matching events are those the values are taken from: no condition beyond their type.
+  const sessions = await rollupSessionRows(ch, p, siteId, common, ['pageviews'], settled, {
+    matched: [`${eventValues(parameter, '1')} AS s_vals`],
+  });
+  const rows = await ch.query<Row & { day: number }>(
+    `SELECT * FROM (${rankEventValues(sessions, false, false)})`,
+    p.values,
+  );
+  return rankedValues(countsByDay(rows).get(0) ?? emptyCounts(), parameter === 'event_name');
 }
 
 /** Values read from `session_paths` without filters: pathname, entry and exit page, event name. */
@@ -553,6 +596,37 @@ async function eventValueRows(
 }
 
 /**
+ * How `metric` reads every value of `parameter` ranked in the service, and the rollup the read
+ * takes its snapshot of; undefined: one page ranked in SQL from the events. Session attributes
+ * and filtered single-event values read `session_facts` (filtered: the counted sessions); the
+ * other unfiltered ones `session_paths`, with summaries.
+ */
+function rankedReader(
+  ch: ClickHouse,
+  siteId: number,
+  common: CommonParams,
+  parameter: MetricParameter,
+): { read: (settled?: Settled) => Promise<Row[] | undefined>; table: SessionRollup } | undefined {
+  if (!rollupSessionsApply(ch)) return undefined;
+  if (isSessionAttribute(parameter)) {
+    return { read: (s) => sessionAttributeRows(ch, siteId, common, parameter, s), table: 'session_facts' };
+  }
+  if (common.filters.length > 0) {
+    // Not pathname: its times on page need every event of the session.
+    return parameter === 'event_name' || (parameter !== 'pathname' && isPageValue(parameter))
+      ? { read: (s) => matchedEventValueRows(ch, siteId, common, parameter, s), table: 'session_facts' }
+      : undefined;
+  }
+  if (isKeyed(parameter)) {
+    return { read: (s) => keyedMetricRows(ch, siteId, common, parameter, s), table: 'session_paths' };
+  }
+  if (isEventValue(parameter)) {
+    return { read: (s) => eventValueRows(ch, siteId, common, parameter, s), table: 'session_paths' };
+  }
+  return undefined;
+}
+
+/**
  * SPEC 13 `metric`: values of one parameter ranked by count (ties by value, byte order), empty
  * values left out, one page of them and the number of distinct values.
  */
@@ -564,7 +638,7 @@ export async function metric(
   page: { limit: number; offset: number },
 ): Promise<{ data: MetricItem[]; totalCount: number }> {
   const isEvent = parameter === 'event_name';
-  const perSession = !isEvent && !(PAGE_VALUES as readonly string[]).includes(parameter);
+  const perSession = !isEvent && !isPageValue(parameter);
   const run = async (limit: number, offset: number) => {
     const p = new Params();
     const grouped = perSession
@@ -578,22 +652,8 @@ export async function metric(
       p.values,
     );
   };
-  // Session attributes (filtered too) and unfiltered page values and event names: every value
-  // ranked in the service, unfiltered with summaries.
-  const summarized = !rollupSessionsApply(ch)
-    ? undefined
-    : isSessionAttribute(parameter)
-      ? (settled?: Settled) => sessionAttributeRows(ch, siteId, common, parameter, settled)
-      : !rollupApplies(ch, common)
-        ? undefined
-        : isKeyed(parameter)
-          ? (settled?: Settled) => keyedMetricRows(ch, siteId, common, parameter, settled)
-          : isEventValue(parameter)
-            ? (settled?: Settled) => eventValueRows(ch, siteId, common, parameter, settled)
-            : undefined;
-  const all = summarized
-    ? await readRollup(ch, summarized, isSessionAttribute(parameter) ? 'session_facts' : 'session_paths')
-    : undefined;
+  const reader = rankedReader(ch, siteId, common, parameter);
+  const all = reader ? await readRollup(ch, reader.read, reader.table) : undefined;
   const { rows, totals } = all
     ? { rows: all.slice(page.offset, page.offset + page.limit), totals: all[0] }
     : await rankedPage(run, page);

@@ -93,8 +93,14 @@ export const rollupSessionsApply = (ch: ClickHouse) => ch.rollups !== false;
  * range matches every filter), one row each with `m_pageviews`, its pageviews that match: one
  * pass over the matching events, grouped by session.
  */
-function matchedSessions(p: Params, siteId: number, common: CommonParams, extra?: string): string {
-  return `SELECT session_id, countIf(type = 'pageview') AS m_pageviews FROM events
+function matchedSessions(
+  p: Params,
+  siteId: number,
+  common: CommonParams,
+  extra: string | undefined,
+  columns: string[],
+): string {
+  return `SELECT session_id, ${["countIf(type = 'pageview') AS m_pageviews", ...columns].join(', ')} FROM events
   WHERE ${rangeCondition(p, siteId, common)} AND ${matchesFilters(p, siteId, common)}${extra ? ` AND ${extra}` : ''}
   GROUP BY session_id`;
 }
@@ -188,7 +194,8 @@ export function fromRollup(
  * `only` but not to `restrict`, so a caller passes them only where the crossing sessions it
  * restricts out cannot change its answer. `matching`, a condition on events, narrows the
  * matching events looked at (filtered only): sessions whose matching events all fail it are left
- * out, so a caller passes it only where those cannot change its answer. Call within
+ * out, so a caller passes it only where those cannot change its answer. `matched`: more
+ * columns of each counted session, aggregates over its matching events. Call within
  * readRollup(), which gives `settled`.
  */
 export async function rollupSessionRows(
@@ -203,7 +210,14 @@ export async function rollupSessionRows(
     restrict,
     edges: found,
     matching,
-  }: { only?: Only; restrict?: (p: Params) => string; edges?: Edges; matching?: (p: Params) => string } = {},
+    matched = [],
+  }: {
+    only?: Only;
+    restrict?: (p: Params) => string;
+    edges?: Edges;
+    matching?: (p: Params) => string;
+    matched?: string[];
+  } = {},
 ): Promise<string> {
   const edges = found
     ? narrowEdges(found, only)
@@ -225,7 +239,7 @@ export async function rollupSessionRows(
   const rows = edges.ids.length === 0 ? rolled : crossingRows(p, siteId, common, fields, edges, rolled);
   if (common.filters.length === 0) return rows;
   return `SELECT * FROM (${rows}) AS s
-  INNER JOIN (${matchedSessions(p, siteId, common, matching?.(p))}) AS m USING session_id`;
+  INNER JOIN (${matchedSessions(p, siteId, common, matching?.(p), matched)}) AS m USING session_id`;
 }
 
 /** `rolled` and the crossing sessions' rows, computed from their events in range. */
