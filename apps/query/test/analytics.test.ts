@@ -349,23 +349,31 @@ describe('lists of a range ending today', () => {
     const selection = ref.selection(stored, t.siteId, full(range));
     const sessions = ref.sessions(selection);
     expect(sessions.length).toBeGreaterThan(100);
-    for (const [limit, page] of [
+    // Pages of the list (limit, page) against the reference's sessions.
+    const expectPages = async (
+      c: Partial<CommonParams>,
+      listed: typeof sessions,
+      pages: [string, string][],
+    ) => {
+      for (const [limit, page] of pages) {
+        const res = await h.json<{ data: unknown[]; totalCount: number }>(
+          `/api/sites/${t.siteId}/sessions?${query(c, { limit, page })}`,
+          { key: t.key },
+        );
+        const from = (Number(page) - 1) * Number(limit);
+        expect({ limit, page, ...res.body }).toEqual({
+          limit,
+          page,
+          data: listed.slice(from, from + Number(limit)),
+          totalCount: listed.length,
+        });
+      }
+    };
+    await expectPages(range, sessions, [
       ['5', '1'],
       ['100', '1'],
       ['100', '2'],
-    ] as const) {
-      const res = await h.json<{ data: unknown[]; totalCount: number }>(
-        `/api/sites/${t.siteId}/sessions?${query(range, { limit, page })}`,
-        { key: t.key },
-      );
-      const from = (Number(page) - 1) * Number(limit);
-      expect({ limit, page, ...res.body }).toEqual({
-        limit,
-        page,
-        data: sessions.slice(from, from + Number(limit)),
-        totalCount: sessions.length,
-      });
-    }
+    ]);
     // Filtered: the counted sessions of the last hours, found from their matching events there.
     const filtered = {
       ...range,
@@ -377,23 +385,11 @@ describe('lists of a range ending today', () => {
     // matching events begin.
     const recent = counted.filter((c) => Date.parse(c.session_start) >= Date.now() - 3 * 3_600_000).length;
     expect(recent).toBeGreaterThan(5);
-    for (const [limit, page] of [
+    await expectPages(filtered, counted, [
       ['5', '1'],
       ['20', '2'],
       [String(recent), '1'],
-    ] as const) {
-      const res = await h.json<{ data: unknown[]; totalCount: number }>(
-        `/api/sites/${t.siteId}/sessions?${query(filtered, { limit, page })}`,
-        { key: t.key },
-      );
-      const from = (Number(page) - 1) * Number(limit);
-      expect({ limit, page, ...res.body }).toEqual({
-        limit,
-        page,
-        data: counted.slice(from, from + Number(limit)),
-        totalCount: counted.length,
-      });
-    }
+    ]);
     for (const [sort, order] of [
       ['last_seen', 'desc'],
       ['first_seen', 'asc'],
