@@ -90,8 +90,9 @@ export const rollupSessionsApply = (ch: ClickHouse) => ch.rollups !== false;
 
 /**
  * The counted sessions of a filtered range (SPEC 13: a session counts when one of its events in
- * range matches every filter), one row each with `m_pageviews`, its pageviews that match: one
- * pass over the matching events, grouped by session.
+ * range matches every filter), one row each with `m_pageviews`, its pageviews that match, and
+ * `columns`, more aggregates over its matching events: one pass over the matching events (`extra`
+ * narrowing them), grouped by session.
  */
 function matchedSessions(
   p: Params,
