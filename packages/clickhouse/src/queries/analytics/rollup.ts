@@ -78,7 +78,10 @@ export const SESSION_ROW_FIELDS = {
 } satisfies Record<string, SessionField>;
 export type SessionRowField = keyof typeof SESSION_ROW_FIELDS;
 
-/** Whether an answer may read the rollups: no filters (they select sessions by their events). */
+/**
+ * Whether an answer may read the rollups whole (summaries, `session_paths`, every session): no
+ * filters, which select sessions by their events (rollupSessionsApply: rows joined with them).
+ */
 export const rollupApplies = (ch: ClickHouse, common: CommonParams) =>
   ch.rollups !== false && common.filters.length === 0;
 
