@@ -130,46 +130,47 @@ interface BucketCounts {
   sessions: (SessionTotals & { b: number })[];
 }
 
-/** Pageviews and users per bucket of the events in range that match the filters. */
-function eventBuckets(
+/**
+ * BucketCounts of a range with filters (or without rollups): pageviews and users per bucket of
+ * the events in range that match the filters; the counted sessions, `rows` (per-session rows
+ * with `s_start`, `s_pageviews`, `s_ms`, their values bound in `p`), in the bucket of their start.
+ */
+async function countedBuckets(
   ch: ClickHouse,
   siteId: number,
   common: CommonParams,
   bucket: Bucket,
-): Promise<EventRow[]> {
+  p: Params,
+  rows: string,
+): Promise<BucketCounts> {
   const e = new Params();
-  const tz = e.bind('String', common.timeZone);
-  return ch.query<EventRow>(
-    `SELECT toUnixTimestamp(${BUCKET_START[bucket]('timestamp', tz)}) AS b,
+  const etz = e.bind('String', common.timeZone);
+  const events = await ch.query<EventRow>(
+    `SELECT toUnixTimestamp(${BUCKET_START[bucket]('timestamp', etz)}) AS b,
        countIf(type = 'pageview') AS pageviews, uniqExact(user_id) AS users
      FROM events WHERE ${whereClause(e, siteId, common)}
      GROUP BY b`,
     e.values,
   );
-}
-
-/** BucketCounts from the events alone. */
-async function scannedBuckets(
-  ch: ClickHouse,
-  siteId: number,
-  common: CommonParams,
-  bucket: Bucket,
-): Promise<BucketCounts> {
-  const events = await eventBuckets(ch, siteId, common, bucket);
-  const s = new Params();
-  const stz = s.bind('String', common.timeZone);
+  const tz = p.bind('String', common.timeZone);
   const sessions = await ch.query<SessionTotals & { b: number }>(
-    `SELECT toUnixTimestamp(${BUCKET_START[bucket]('s_start', stz)}) AS b, ${SESSION_TOTAL_AGGREGATES}
-     FROM (${countedSessions(s, siteId, common, [...SESSION_TOTAL_COLUMNS, 'min(timestamp) AS s_start'])})
-     GROUP BY b`,
-    s.values,
+    `SELECT toUnixTimestamp(${BUCKET_START[bucket]('s_start', tz)}) AS b, ${SESSION_TOTAL_AGGREGATES}
+     FROM (${rows}) GROUP BY b`,
+    p.values,
   );
   return { events, sessions };
 }
 
+/** BucketCounts from the events alone: the counted sessions grouped from their events. */
+function scannedBuckets(ch: ClickHouse, siteId: number, common: CommonParams, bucket: Bucket) {
+  const p = new Params();
+  const rows = countedSessions(p, siteId, common, [...SESSION_TOTAL_COLUMNS, 'min(timestamp) AS s_start']);
+  return countedBuckets(ch, siteId, common, bucket, p, rows);
+}
+
 /**
- * BucketCounts of a filtered range: the events' counts from the matching events, the counted
- * sessions (rollupSessionRows: those the matching events select) in the bucket of their start.
+ * BucketCounts of a filtered range with the counted sessions from the rollup (rollupSessionRows:
+ * those the matching events select).
  */
 async function matchedBuckets(
   ch: ClickHouse,
@@ -178,16 +179,9 @@ async function matchedBuckets(
   bucket: Bucket,
   settled: Settled | undefined,
 ): Promise<BucketCounts> {
-  const events = await eventBuckets(ch, siteId, common, bucket);
   const p = new Params();
   const rows = await rollupSessionRows(ch, p, siteId, common, ['start', 'pageviews', 'ms'], settled);
-  const tz = p.bind('String', common.timeZone);
-  const sessions = await ch.query<SessionTotals & { b: number }>(
-    `SELECT toUnixTimestamp(${BUCKET_START[bucket]('s_start', tz)}) AS b, ${SESSION_TOTAL_AGGREGATES}
-     FROM (${rows}) GROUP BY b`,
-    p.values,
-  );
-  return { events, sessions };
+  return countedBuckets(ch, siteId, common, bucket, p, rows);
 }
 
 /**

@@ -1,6 +1,6 @@
 import type { ClickHouse } from '../../client';
 import { type CommonParams, Params, rangeBounds, rangeCondition } from '../builder';
-import { EVENT_ORDER, matchesFilters, SESSION_ATTRIBUTES, SESSION_MS } from './shared';
+import { EVENT_ORDER, matchingEvents, SESSION_ATTRIBUTES, SESSION_MS } from './shared';
 
 /** What `first_event` holds: the session attributes of SPEC 13 and the hostname. */
 const FIRST_EVENT_ATTRIBUTES = [...SESSION_ATTRIBUTES, 'hostname'] as const;
@@ -105,7 +105,7 @@ function matchedSessions(
   columns: string[],
 ): string {
   return `SELECT session_id, ${["countIf(type = 'pageview') AS m_pageviews", ...columns].join(', ')} FROM events
-  WHERE ${rangeCondition(p, siteId, common)} AND ${matchesFilters(p, siteId, common)}${extra ? ` AND ${extra}` : ''}
+  WHERE ${matchingEvents(p, siteId, common)}${extra ? ` AND ${extra}` : ''}
   GROUP BY session_id`;
 }
 

@@ -18,7 +18,7 @@ import {
   hoursBeforeEnd,
   listed,
   listOrder,
-  matchesFilters,
+  matchingEvents,
   RECENT_HOURS,
   rankedPage,
   SESSION_MS,
@@ -274,8 +274,7 @@ async function countedTotal(
 async function matchedTotal(ch: ClickHouse, siteId: number, common: CommonParams): Promise<number> {
   const p = new Params();
   const [row] = await ch.query<{ n: number }>(
-    `SELECT uniqExact(session_id) AS n FROM events
-     WHERE ${rangeCondition(p, siteId, common)} AND ${matchesFilters(p, siteId, common)}`,
+    `SELECT uniqExact(session_id) AS n FROM events WHERE ${matchingEvents(p, siteId, common)}`,
     p.values,
   );
   return Number(row?.n ?? 0);

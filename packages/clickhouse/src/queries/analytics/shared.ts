@@ -46,6 +46,10 @@ export function matchesFilters(p: Params, siteId: number, common: CommonParams):
   return parts.length === 0 ? '1' : parts.map((c) => `(${c})`).join(' AND ');
 }
 
+/** The events in range that match every filter, as one condition. */
+export const matchingEvents = (p: Params, siteId: number, common: CommonParams) =>
+  `${rangeCondition(p, siteId, common)} AND ${matchesFilters(p, siteId, common)}`;
+
 /**
  * One row per counted session of the range (SPEC 13): its events in range grouped, filters not
  * applied, the session kept when at least one of them matches every filter. Columns are
