@@ -116,11 +116,13 @@ afterAll(async () => {
   await h.close();
 });
 
-const metric = (parameter: string, range = RANGE) =>
-  h.json<{ data: { data: { value: string; count: number }[]; totalCount: number } }>(
+/** `metric` through `json` (another handle's app, QueryHarness.jsonOn). */
+const metricOn = (json: QueryHarness['json'], parameter: string, range = RANGE) =>
+  json<{ data: { data: { value: string; count: number }[]; totalCount: number } }>(
     `/api/sites/${tenant.siteId}/metric?${query(range, { parameter, limit: '1000' })}`,
     { key: tenant.key },
   );
+const metric = (parameter: string, range = RANGE) => metricOn(h.json, parameter, range);
 
 const expected = (parameter: (typeof SUMMARIZED)[number], range = RANGE) =>
   ref.metric(ref.selection(events, tenant.siteId, full(range)), parameter);
@@ -297,6 +299,27 @@ describe.skipIf(TEST_CLICKHOUSE === 'cluster')('per-day summaries of the page br
     }
     expect(await builtFor()).toBeGreaterThan(0);
     expect((await metric('pathname')).body.data.data.map((r) => r.value)).toContain(`${LONG_PATH}/2`);
+  });
+
+  it('finds the sessions crossing midnight into summarized days by a subquery when too many to list', async () => {
+    // Every day summarized (two reads build up to 14 days), and a row only the summaries hold.
+    for (const parameter of ['page_title', 'hostname', 'page_title', 'hostname']) await metric(parameter);
+    await tamper(['page_title', 'hostname'], DAY);
+    // No session may be listed by id: those of acrossMidnight reaching into 4 and 7 June are
+    // found by the subquery, and must count as the reference counts them.
+    const unlisted = h.jsonOn({ ...h.ch, maxListedSessions: 0 });
+    for (const parameter of ['page_title', 'hostname'] as const) {
+      const res = await metricOn(unlisted, parameter);
+      const want = expected(parameter);
+      expect(res.body.data.data[0]).toMatchObject({ value: TAMPERED, count: 1_000_000 });
+      expect({ parameter, data: res.body.data.data.filter((r) => r.value !== TAMPERED) }).toEqual({
+        parameter,
+        data: want.data,
+      });
+      expect(res.body.data.totalCount).toBe(want.totalCount + 1);
+    }
+    const titles = (await metricOn(unlisted, 'page_title')).body.data.data.map((r) => r.value);
+    expect(titles).toEqual(expect.arrayContaining(['Midnight 0 0', 'Midnight 0 2', 'Midnight 1 1']));
   });
 });
 

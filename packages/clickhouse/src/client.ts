@@ -66,6 +66,11 @@ export interface ClickHouse {
    * (QUERY_ROLLUPS=off; the same answers, slower). Undefined or true: rollups where they apply.
    */
   readonly rollups?: boolean;
+  /**
+   * Most sessions a query lists by id as a bound parameter (listedSessionsLimit in
+   * queries/analytics/paths.ts gives the default); past it, answers find them otherwise.
+   */
+  readonly maxListedSessions?: number;
   readonly writer: ClickHouseClient;
   reader(): ClickHouseClient;
   /** Rows of a SELECT with bound `{name:Type}` parameters (and settings for this call). */

@@ -5,7 +5,7 @@ import {
   keyHash,
   keyInRange,
   keyMs,
-  MAX_LISTED_SESSIONS,
+  listedSessionsLimit,
   pathHash,
   pathRows,
   type SessionSpan,
@@ -101,9 +101,6 @@ function funnelSessions(
     GROUP BY session_id
     HAVING ${having.join(' AND ')})`;
 }
-
-/** Tied sessions (see `walkedSessions`) up to which their exact walk lists them by id (past it, every session is walked exactly). */
-const MAX_TIED_SESSIONS = MAX_LISTED_SESSIONS;
 
 /**
  * One row per counted session that matched step 1, walked without event ids (reading them over a
@@ -300,7 +297,8 @@ export async function analyzeFunnel(
   siteId: number,
   common: CommonParams,
   steps: FunnelStep[],
-  maxTied = MAX_TIED_SESSIONS,
+  /** Tied sessions (see `walkedSessions`) up to which their exact walk lists them by id (past it, every session is walked exactly). */
+  maxTied = listedSessionsLimit(ch),
 ): Promise<FunnelStepResult[]> {
   const walked =
     rollupApplies(ch, common) && walksPaths(steps)
@@ -520,7 +518,7 @@ async function keyedStepSessions(
   const want = select.offset + select.limit;
   let result = await pass(want + spare);
   const tied = sessionsAt(result.tied);
-  if (tied.length > MAX_TIED_SESSIONS) return eventStepSessions(ch, siteId, common, steps, select);
+  if (tied.length > listedSessionsLimit(ch)) return eventStepSessions(ch, siteId, common, steps, select);
   const tiedIds = new Set(tied.map((t) => t.id));
   const pickedTied = new Set(
     tied.length === 0

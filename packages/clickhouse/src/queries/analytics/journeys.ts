@@ -7,7 +7,7 @@ import {
   keyHash,
   keyInRange,
   keyMs,
-  MAX_LISTED_SESSIONS,
+  listedSessionsLimit,
   pageNames,
   pathHash,
   pathRows,
@@ -178,7 +178,7 @@ async function rolledJourneys(
   let keyed = await keyedJourneys(ch, siteId, common, opts, opts.limit + spare, settled);
   const { tied } = keyed;
   if (tied.length === 0) return keyed.journeys.slice(0, opts.limit);
-  if (tied.length > MAX_LISTED_SESSIONS) return eventJourneys(ch, siteId, common, opts, opts.limit);
+  if (tied.length > listedSessionsLimit(ch)) return eventJourneys(ch, siteId, common, opts, opts.limit);
   const exact = await eventJourneys(ch, siteId, common, opts, tied.length, (p) => [sessionsWithin(p, tied)]);
   const merge = (journeys: Counted[]) => {
     const byPath = new Map(journeys.map((j) => [JSON.stringify(j.path), { ...j }]));

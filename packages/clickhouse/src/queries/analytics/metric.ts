@@ -5,7 +5,7 @@ import {
   keyHash,
   keyInRange,
   keyMs,
-  MAX_LISTED_SESSIONS,
+  listedSessionsLimit,
   pageNames,
   pathHash,
   pathRows,
@@ -435,7 +435,7 @@ async function keyedCounts(
     p.values,
   );
   const tied = rows.filter((r) => Number(r.tied) === 1);
-  if (tied.reduce((n, r) => n + r.tied_sessions.length, 0) > MAX_LISTED_SESSIONS) return undefined;
+  if (tied.reduce((n, r) => n + r.tied_sessions.length, 0) > listedSessionsLimit(ch)) return undefined;
   const byDayCounts = new Map<number, KeyedCounts>();
   const countsOf = (day: number) => {
     const known = byDayCounts.get(day);
@@ -545,9 +545,9 @@ function countsByDay(rows: (Row & { day: number })[]): Map<number, KeyedCounts> 
  * Page titles or hostnames, unfiltered, with summaries (summaries.ts): the whole days in range
  * that have one read from it, the range's other events grouped by session as `byEventValue` does.
  * Those are the events outside the summarized days, and every event in range of the sessions
- * that are not covered but reach into those days (listed from `session_paths`: sessions crossing
- * midnight, mostly). Undefined without summarized days or when too many such sessions would be
- * listed: the answer is then ranked in SQL as with filters.
+ * that are not covered but reach into those days (from `session_paths`: sessions crossing
+ * midnight, mostly; listed by id, or found by a subquery when too many to list). Undefined
+ * without summarized days: the answer is then ranked in SQL as with filters.
  */
 async function eventValueRows(
   ch: ClickHouse,
@@ -570,22 +570,31 @@ async function eventValueRows(
     return countsByDay(rows);
   });
   if (!days) return undefined;
-  const p = new Params();
-  const span = daysSpan(p, days.partitions);
-  const [listed] = await ch.query<{ ids: string[]; n: number }>(
-    `SELECT groupArray(${MAX_LISTED_SESSIONS})(session_id) AS ids, count() AS n FROM (${fromRollup(
-      p,
-      `site_id = ${p.bind('UInt32', siteId)} AND session_end >= ${span.from} AND session_start < ${span.to}`,
+  // The sessions reaching into the summarized days that their summaries leave out (sessions
+  // crossing midnight, mostly).
+  const uncovered = (q: Params) => {
+    const span = daysSpan(q, days.partitions);
+    return fromRollup(
+      q,
+      `site_id = ${q.bind('UInt32', siteId)} AND session_end >= ${span.from} AND session_start < ${span.to}`,
       () => 'session_id',
       settled,
       'session_paths',
-      `NOT ${coveredSessions(p, days.partitions)}`,
-    )})`,
+      `NOT ${coveredSessions(q, days.partitions)}`,
+    );
+  };
+  const limit = listedSessionsLimit(ch);
+  const p = new Params();
+  const [listed] = await ch.query<{ ids: string[]; n: number }>(
+    `SELECT groupArray(${Math.max(1, Math.floor(limit))})(session_id) AS ids, count() AS n FROM (${uncovered(p)})`,
     p.values,
   );
-  if (!listed || Number(listed.n) > MAX_LISTED_SESSIONS) return undefined;
   const q = new Params();
-  const rest = `(NOT ${withinDays(q, days.partitions)} OR session_id IN ${q.bind('Array(UUID)', listed.ids)})`;
+  // Listed, they are found among the events four times faster than by the subquery (at 10 M
+  // events); past the limit (tens of thousands at 100 M events), by the subquery.
+  const sessions =
+    listed && Number(listed.n) <= limit ? q.bind('Array(UUID)', listed.ids) : `(${uncovered(q)})`;
+  const rest = `(NOT ${withinDays(q, days.partitions)} OR session_id IN ${sessions})`;
   const rows = await ch.query<Row & { day: number }>(
     `SELECT * FROM (${byEventValue(q, siteId, common, parameter, rest)})`,
     q.values,

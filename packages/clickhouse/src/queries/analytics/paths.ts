@@ -1,3 +1,4 @@
+import type { ClickHouse } from '../../client';
 import { type CommonParams, type Params, rangeBounds } from '../builder';
 import { fromRollup, type Settled } from './rollup';
 
@@ -63,6 +64,14 @@ export function pathRows(
  * every session from its events instead.
  */
 export const MAX_LISTED_SESSIONS = 10_000;
+
+/**
+ * Most sessions a query may list by id on `ch`: MAX_LISTED_SESSIONS on a server, ten times as
+ * many on the embedded engine, which takes its parameters in-process (no URL). The page
+ * breakdowns read from the events find the sessions past it by a subquery instead.
+ */
+export const listedSessionsLimit = (ch: ClickHouse) =>
+  ch.maxListedSessions ?? (ch.kind === 'embedded' ? 10 * MAX_LISTED_SESSIONS : MAX_LISTED_SESSIONS);
 
 /**
  * A session computed again from its events (its keys share a millisecond where order matters),
