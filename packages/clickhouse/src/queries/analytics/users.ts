@@ -4,6 +4,7 @@ import { type CommonParams, Params, rangeBounds, whereClause } from '../builder'
 import {
   crossingSessions,
   type Edges,
+  type Only,
   readRollup,
   rollupApplies,
   rollupSessionRows,
@@ -428,15 +429,18 @@ async function listUsersFromSessions(
   const { rows, total, ids } = await readRollup(ch, async (settled) => {
     const p = new Params();
     const edges = await crossingSessions(ch, siteId, common, settled);
-    const sessions = await rollupSessionRows(
-      ch,
-      p,
-      siteId,
-      common,
-      ['user_key', 'start', 'end', 'pageviews', 'events', 'identified'],
-      settled,
-      { edges },
-    );
+    // Every field the page's visitors' counts take (visitorsPage may read them with the total).
+    const visitorSessions = (q: Params, only?: Only) =>
+      rollupSessionRows(
+        ch,
+        q,
+        siteId,
+        common,
+        ['user_key', 'start', 'end', 'pageviews', 'events', 'identified'],
+        settled,
+        { only, edges },
+      );
+    const sessions = await visitorSessions(p);
     const listed = await visitorsPage(ch, p, sessions, page, (sort, scanned) =>
       windowedLeading(ch, siteId, common, settled, edges, sort, scanned),
     );
@@ -449,15 +453,7 @@ async function listUsersFromSessions(
     // memory than the ranking itself.
     const readCounts = async () => {
       const q = new Params();
-      const theirs = await rollupSessionRows(
-        ch,
-        q,
-        siteId,
-        common,
-        ['user_key', 'start', 'end', 'pageviews', 'events', 'identified'],
-        settled,
-        { only: { users: ids }, edges },
-      );
+      const theirs = await visitorSessions(q, { users: ids });
       const element = (n: string) => `tupleElement(s_identified, ${n})`;
       return ch.query<Counted>(
         `SELECT toString(s_user_key) AS k,
