@@ -4,7 +4,6 @@ import { type CommonParams, Params, rangeBounds, whereClause } from '../builder'
 import {
   crossingSessions,
   type Edges,
-  type Only,
   readRollup,
   rollupApplies,
   rollupSessionRows,
@@ -300,59 +299,16 @@ async function windowedLeading(
   return undefined;
 }
 
-/** A visitor's counts over its counted sessions, and its latest identified id. */
-type Counted = Omit<UserRow, 'u_user_id' | LatestField> & { k: string };
-
-/**
- * A session as visitorsPage lists it: visitor key, pageviews, events, start, end (engine text),
- * and its latest identified id with that id's place in EVENT_ORDER (decimal text).
- */
-type ListedSession = [string, number, number, string, string, string, string];
-
-/** Counts per visitor of their sessions, as listUsersFromSessions reads them in SQL. */
-function countVisitors(sessions: ListedSession[]): Counted[] {
-  const byKey = new Map<string, Counted & { order: bigint }>();
-  for (const [k, pageviews, events, start, end, identified, order] of sessions) {
-    const known = byKey.get(k);
-    const at = identified === '' ? -1n : BigInt(order);
-    if (!known) {
-      byKey.set(k, {
-        k,
-        u_sessions: 1,
-        u_pageviews: Number(pageviews),
-        u_events: Number(events),
-        u_first_seen: start,
-        u_last_seen: end,
-        u_identified_user_id: identified,
-        order: at,
-      });
-      continue;
-    }
-    known.u_sessions += 1;
-    known.u_pageviews += Number(pageviews);
-    known.u_events += Number(events);
-    // Engine times ('YYYY-MM-DD hh:mm:ss.sss') order as text.
-    if (start < known.u_first_seen) known.u_first_seen = start;
-    if (end > known.u_last_seen) known.u_last_seen = end;
-    if (at > known.order) {
-      known.order = at;
-      known.u_identified_user_id = identified;
-    }
-  }
-  return [...byKey.values()].map(({ order: _o, ...counted }) => counted);
-}
-
 /** Deepest page (offset + limit) read from the leading sessions. */
 const MAX_LEADING = 5000;
 
 /**
  * The keys (decimal text) of one page of visitors of `sessions` (rows of rollupSessionRows with
- * `s_user_key`, `s_start`, `s_end`, `s_pageviews`, `s_events`, `s_identified`), in the list's
- * order, and how many visitors there are. For the sorts of LEADING_SESSIONS, from the sessions
- * leading in their order (a partial sort, several times faster than ranking every visitor;
- * `windowed` looks for them among a window's sessions first), unless visitors repeat among them
- * so often that they hold too few; the page's visitors' counts (`counted`) then come from the
- * same read as the total. Else every visitor ranked.
+ * `s_user_key`, `s_start`, `s_end`, `s_pageviews`, `s_events`), in the list's order, and how
+ * many visitors there are. For the sorts of LEADING_SESSIONS, from the sessions leading in
+ * their order (a partial sort, several times faster than ranking every visitor; `windowed`
+ * looks for them among a window's sessions first), unless visitors repeat among them so often
+ * that they hold too few; else every visitor ranked.
  */
 async function visitorsPage(
   ch: ClickHouse,
@@ -360,7 +316,7 @@ async function visitorsPage(
   sessions: string,
   page: UserPage,
   windowed?: (sort: LeadingSort, scanned: number) => Promise<{ k: string }[] | undefined>,
-): Promise<{ keys: string[]; total: number; counted?: Counted[] }> {
+): Promise<{ keys: string[]; total: number }> {
   const sort = `${page.sort} ${page.order}` as const;
   const order = LEADING_SESSIONS[sort];
   const wanted = page.offset + page.limit;
@@ -373,28 +329,14 @@ async function visitorsPage(
          ORDER BY ${order}, s_user_key ASC LIMIT ${p.bind('UInt32', scanned)}`,
         p.values,
       ));
-    const met = [...new Set(leading.map((r) => r.k))];
-    const keys = met.slice(page.offset, wanted);
-    // The visitors' total and the page's visitors' sessions in one read: their sessions lie all
-    // over the range, so a read of their own cost nearly as much (at 10 M events).
-    const element = (n: string) => `tupleElement(x.6, ${n})`;
-    const listed = p.bind(
-      'Array(UInt64)',
-      keys.map((k) => BigInt(k)),
-    );
-    const [row] = await ch.query<{ total: number; listed: ListedSession[] }>(
-      `SELECT total, arrayMap(x -> (toString(x.1), x.2, x.3, toString(x.4), toString(x.5), ${element('3')},
-           toString(${eventOrderKey(element('1'), element('2'))})), sessions) AS listed
-       FROM (
-         SELECT uniqExact(s_user_key) AS total,
-           groupArrayIf((s_user_key, s_pageviews, s_events, s_start, s_end, s_identified),
-             s_user_key IN ${listed}) AS sessions
-         FROM (${sessions}))`,
+    const counted = await ch.query<{ total: number }>(
+      `SELECT uniqExact(s_user_key) AS total FROM (${sessions})`,
       p.values,
     );
+    const met = [...new Set(leading.map((r) => r.k))];
     // Fewer sessions than asked for: every visitor was met.
     if (met.length >= wanted || leading.length < scanned) {
-      return { keys, total: row?.total ?? 0, counted: countVisitors(row?.listed ?? []) };
+      return { keys: met.slice(page.offset, wanted), total: counted[0]?.total ?? 0 };
     }
   }
   const direction = page.order === 'asc' ? 'ASC' : 'DESC';
@@ -416,9 +358,8 @@ async function visitorsPage(
 /**
  * The unfiltered users list from the session rollup: visitors ranked over their counted
  * sessions (2–5 times fewer rows than their events, visitorsPage), the listed ones' counts and
- * latest identified id over their own sessions (read with the total, or again), then their
- * latest events read by their exact times (`last_seen`), which the sort key of `events` finds
- * at once.
+ * latest identified id read again over their own sessions, then their latest events read by
+ * their exact times (`last_seen`), which the sort key of `events` finds at once.
  */
 async function listUsersFromSessions(
   ch: ClickHouse,
@@ -426,47 +367,48 @@ async function listUsersFromSessions(
   common: CommonParams,
   page: UserPage,
 ): Promise<{ data: ListedUser[]; totalCount: number }> {
+  type Counted = Omit<UserRow, 'u_user_id' | LatestField> & { k: string };
   const { rows, total, ids } = await readRollup(ch, async (settled) => {
     const p = new Params();
     const edges = await crossingSessions(ch, siteId, common, settled);
-    // Every field the page's visitors' counts take (visitorsPage may read them with the total).
-    const visitorSessions = (q: Params, only?: Only) =>
-      rollupSessionRows(
-        ch,
-        q,
-        siteId,
-        common,
-        ['user_key', 'start', 'end', 'pageviews', 'events', 'identified'],
-        settled,
-        { only, edges },
-      );
-    const sessions = await visitorSessions(p);
-    const listed = await visitorsPage(ch, p, sessions, page, (sort, scanned) =>
+    const sessions = await rollupSessionRows(
+      ch,
+      p,
+      siteId,
+      common,
+      ['user_key', 'start', 'end', 'pageviews', 'events'],
+      settled,
+      { edges },
+    );
+    const { keys, total } = await visitorsPage(ch, p, sessions, page, (sort, scanned) =>
       windowedLeading(ch, siteId, common, settled, edges, sort, scanned),
     );
-    const { keys, total } = listed;
     const ids = keys.map(userIdOfKey);
     if (ids.length === 0) return { rows: [], total, ids };
-    // The listed visitors' counts and latest identified id over their sessions' ones (unless
-    // visitorsPage read them), by their place in EVENT_ORDER (a number compares far faster than
-    // the tuple), read for this page only: over every visitor of a large range it held more
-    // memory than the ranking itself.
-    const readCounts = async () => {
-      const q = new Params();
-      const theirs = await visitorSessions(q, { users: ids });
-      const element = (n: string) => `tupleElement(s_identified, ${n})`;
-      return ch.query<Counted>(
-        `SELECT toString(s_user_key) AS k,
-           count() AS u_sessions, sum(s_pageviews) AS u_pageviews, sum(s_events) AS u_events,
-           toString(min(s_start)) AS u_first_seen, toString(max(s_end)) AS u_last_seen,
-           argMaxIf(${element('3')}, ${eventOrderKey(element('1'), element('2'))}, ${element('3')} != '')
-             AS u_identified_user_id
-         FROM (${theirs})
-         GROUP BY s_user_key`,
-        q.values,
-      );
-    };
-    const counted = listed.counted ?? (await readCounts());
+    // The listed visitors' counts and latest identified id over their sessions' ones, by their
+    // place in EVENT_ORDER (a number compares far faster than the tuple), read for this page
+    // only: over every visitor of a large range it held more memory than the ranking itself.
+    const q = new Params();
+    const theirs = await rollupSessionRows(
+      ch,
+      q,
+      siteId,
+      common,
+      ['user_key', 'start', 'end', 'pageviews', 'events', 'identified'],
+      settled,
+      { only: { users: ids }, edges },
+    );
+    const element = (n: string) => `tupleElement(s_identified, ${n})`;
+    const counted = await ch.query<Counted>(
+      `SELECT toString(s_user_key) AS k,
+         count() AS u_sessions, sum(s_pageviews) AS u_pageviews, sum(s_events) AS u_events,
+         toString(min(s_start)) AS u_first_seen, toString(max(s_end)) AS u_last_seen,
+         argMaxIf(${element('3')}, ${eventOrderKey(element('1'), element('2'))}, ${element('3')} != '')
+           AS u_identified_user_id
+       FROM (${theirs})
+       GROUP BY s_user_key`,
+      q.values,
+    );
     const byKey = new Map(counted.map((r) => [r.k, r]));
     return { rows: keys.flatMap((k) => byKey.get(k) ?? []), total, ids };
   });
