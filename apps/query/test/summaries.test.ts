@@ -306,8 +306,16 @@ describe.skipIf(TEST_CLICKHOUSE === 'cluster')('per-day summaries of the page br
     for (const parameter of ['page_title', 'hostname', 'page_title', 'hostname']) await metric(parameter);
     await tamper(['page_title', 'hostname'], DAY);
     // No session may be listed by id: those of acrossMidnight reaching into 4 and 7 June are
-    // found by the subquery, and must count as the reference counts them.
-    const unlisted = h.jsonOn({ ...h.ch, maxListedSessions: 0 });
+    // found by the subquery (seen in the reads), and must count as the reference counts them.
+    const reads: string[] = [];
+    const unlisted = h.jsonOn({
+      ...h.ch,
+      maxListedSessions: 0,
+      query: (sql, params, settings) => {
+        reads.push(sql);
+        return h.ch.query(sql, params, settings);
+      },
+    });
     for (const parameter of ['page_title', 'hostname'] as const) {
       const res = await metricOn(unlisted, parameter);
       const want = expected(parameter);
@@ -318,6 +326,7 @@ describe.skipIf(TEST_CLICKHOUSE === 'cluster')('per-day summaries of the page br
       });
       expect(res.body.data.totalCount).toBe(want.totalCount + 1);
     }
+    expect(reads.some((sql) => /session_id IN \(SELECT session_id FROM session_paths/.test(sql))).toBe(true);
     const titles = (await metricOn(unlisted, 'page_title')).body.data.data.map((r) => r.value);
     expect(titles).toEqual(expect.arrayContaining(['Midnight 0 0', 'Midnight 0 2', 'Midnight 1 1']));
   });
