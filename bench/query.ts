@@ -126,6 +126,28 @@ async function measureExport(
   };
 }
 
+/**
+ * Waits for the server's background builds of summaries (the settled days at start, and those of
+ * the goals just added) to finish, as on a server that has been up a while, and prints how long
+ * they took.
+ */
+async function summariesBuilt(url: string): Promise<void> {
+  const started = performance.now();
+  const gauge = (text: string, name: string) =>
+    Number(new RegExp(`^${name} (\\S+)$`, 'm').exec(text)?.[1] ?? 0);
+  for (;;) {
+    const text = await (await fetch(`${url}/metrics`)).text();
+    if (gauge(text, 'trackhouse_summary_builds_pending') === 0) {
+      const seconds = ((performance.now() - started) / 1000).toFixed(1);
+      console.log(
+        `background summary builds done after ${seconds} s (${gauge(text, 'trackhouse_summary_reads_total')} reads, ${gauge(text, 'trackhouse_summary_rows_total')} rows)`,
+      );
+      return;
+    }
+    await new Promise((r) => setTimeout(r, 250));
+  }
+}
+
 const percentile = (sorted: number[], p: number) =>
   sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)]!;
 
@@ -185,6 +207,7 @@ export async function benchQuery(args: string[]): Promise<void> {
       const res = await fetch(`${base}/goals`, { method: 'POST', headers, body: JSON.stringify(goal) });
       goalIds.push(((await res.json()) as { goalId: number }).goalId);
     }
+    await summariesBuilt(server.url);
     const end = new Date();
     const start = new Date(end.getTime() - (days - 1) * 86_400_000);
     const range = `start_date=${start.toISOString().slice(0, 10)}&end_date=${end.toISOString().slice(0, 10)}&time_zone=Europe/Berlin`;

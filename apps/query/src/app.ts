@@ -25,6 +25,7 @@ import { eventRoutes } from './routes/events';
 import { goalRoutes } from './routes/goals';
 import { organizationRoutes } from './routes/organizations';
 import { sitesRoutes } from './routes/sites';
+import type { SummaryBuilder } from './summaries';
 
 /** The configuration the query service reads (parsed once, by main.ts or a test). */
 export type QuerySettings = ReadSettings &
@@ -50,6 +51,8 @@ export interface QueryDeps {
   settings: QuerySettings;
   /** The built dashboard's folder (default `apps/dashboard/dist`). */
   dashboardDir?: string;
+  /** The background builder of summaries, told when a site's goals change. */
+  summaries?: Pick<SummaryBuilder, 'schedule'>;
 }
 
 export { MAX_BODY_BYTES } from './body';
@@ -88,6 +91,7 @@ export function queryRoutes(deps: QueryDeps): Hono<HttpEnv> {
     ch: boundedReads(deps.ch, deps.settings),
     stores: deps.stores,
     settings: deps.settings,
+    summaries: deps.summaries,
   };
   const app = router();
   // Browser dashboards call with headers, never cookies: any origin, no credentials.

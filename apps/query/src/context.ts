@@ -5,6 +5,7 @@ import type { Stores } from '@trackhouse/limits';
 import type { Pool } from '@trackhouse/postgres';
 import type { QuerySettings } from './app';
 import type { Authorizer } from './auth';
+import type { SummaryBuilder } from './summaries';
 
 /**
  * What every query route gets: the authorizer, the stores (ClickHouse with every read bounded)
@@ -16,6 +17,7 @@ export interface QueryContext {
   ch: ClickHouse;
   stores: Stores;
   settings: QuerySettings;
+  summaries?: Pick<SummaryBuilder, 'schedule'>;
 }
 
 /** An OpenAPI router whose validation failures answer in the spec's error shape. */

@@ -32,7 +32,7 @@ export async function createQueryHarness(
   ]);
   const stores = createMemoryStores();
   const config = { ...loadConfig(env), ...overrides };
-  const appOn = (ch: ClickHouse) =>
+  const appOn = (ch: ClickHouse, extra: Partial<QueryDeps> = {}) =>
     createApp({
       log: createLogger('silent'),
       registry: new Registry(),
@@ -41,6 +41,7 @@ export async function createQueryHarness(
       stores,
       readiness: [],
       settings: config,
+      ...extra,
     });
   const requester =
     (target: ReturnType<typeof appOn>) =>
@@ -77,6 +78,9 @@ export async function createQueryHarness(
      * with `rollups: false`: answers from the events alone).
      */
     jsonOn: (ch: ClickHouse) => jsonOf(requester(appOn(ch))),
+    /** `json` of an app with more dependencies (the background builder of summaries). */
+    jsonWith: (extra: Partial<QueryDeps>) => jsonOf(requester(appOn(chHandle.ch, extra))),
+    config,
     /** An organization with a user of `role` (and a key), and optionally a site. */
     async tenant(role: Role = 'owner', site = true) {
       const org = await createOrganization(db.sql, uniqueName('org'));

@@ -1,5 +1,6 @@
 import { ensureDashboardBuilt } from '@trackhouse/dashboard/build';
 import { openIngestFromRuntime } from '@trackhouse/ingest';
+import { SummaryBuilder } from '@trackhouse/query';
 import { runService } from '@trackhouse/runtime';
 import { createStandaloneApp } from './app';
 
@@ -23,6 +24,13 @@ runService({
       readiness,
       settings: rt.config,
     };
-    return { app: createStandaloneApp(ingest, query), close: ingest.close };
+    const summaries = new SummaryBuilder(query).start();
+    return {
+      app: createStandaloneApp(ingest, { ...query, summaries }),
+      close: async () => {
+        await summaries.close();
+        return ingest.close();
+      },
+    };
   },
 });

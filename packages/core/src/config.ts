@@ -52,6 +52,14 @@ export const configSchema = z.object({
    * the events alone (`false`: the same answers, slower; for checking the rollups).
    */
   QUERY_ROLLUPS: bool.default(true),
+  /**
+   * Seconds between the query service's background runs that build the per-day summaries of the
+   * unfiltered answers for every site (one also at start, and one for a site whose goals
+   * change); 0 leaves them to the reads that need them.
+   */
+  SUMMARIES_INTERVAL_S: int(0, 86_400).default(3600),
+  /** The UTC days back from today whose summaries those runs build. */
+  SUMMARIES_DAYS: int(1, 3660).default(35),
 
   /** Server secret for visitor ids. Standalone mode generates one under DATA_DIR when absent. */
   SECRET: z.string().min(16, { message: 'must be at least 16 characters' }).optional(),

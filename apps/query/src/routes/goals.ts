@@ -229,6 +229,8 @@ export function goalRoutes(ctx: QueryContext) {
       const { site } = await ctx.auth.site(c, c.req.valid('param').siteId, 'member');
       const body = c.req.valid('json');
       const goal = await createGoal(ctx.sql, site.siteId, body as Parameters<typeof createGoal>[2]);
+      // A path goal's summaries are built for the days summarized before it.
+      if (body.goalType === 'path') ctx.summaries?.schedule(site.siteId);
       return c.json({ success: true as const, goalId: goal.goalId }, 201);
     },
   );
@@ -247,13 +249,15 @@ export function goalRoutes(ctx: QueryContext) {
     async (c) => {
       const { siteId, goalId } = c.req.valid('param');
       const { site } = await ctx.auth.site(c, siteId, 'member');
+      const body = c.req.valid('json');
       const updated = await updateGoal(
         ctx.sql,
         site.siteId,
         goalId,
-        c.req.valid('json') as Parameters<typeof updateGoal>[3],
+        body as Parameters<typeof updateGoal>[3],
       );
       if (!updated) throw new ApiError('GOAL_NOT_FOUND', 'Goal not found');
+      if (body.goalType === 'path') ctx.summaries?.schedule(site.siteId);
       return c.json({ success: true as const, goalId: updated.goalId }, 200);
     },
   );

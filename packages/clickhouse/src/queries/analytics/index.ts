@@ -15,3 +15,4 @@ export * from './sessions';
 export * from './shared';
 export * from './traits';
 export * from './users';
+export * from './warm';

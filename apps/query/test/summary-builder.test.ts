@@ -1,0 +1,198 @@
+import {
+  compactSessionDays,
+  type GoalDefinition,
+  generateEvents,
+  insertEvents,
+  pathPatternRegex,
+  SESSION_ATTRIBUTES,
+  type StoredEvent,
+} from '@trackhouse/clickhouse';
+import { createLogger } from '@trackhouse/core';
+import { Registry } from 'prom-client';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { TEST_CLICKHOUSE } from '../../../test/helpers';
+import { SummaryBuilder } from '../src';
+import { createQueryHarness, type QueryHarness } from './harness';
+import { full, query } from './params';
+import { goalStats } from './reference';
+import * as ref from './traffic-reference';
+
+let h: QueryHarness;
+let tenant: Awaited<ReturnType<QueryHarness['tenant']>>;
+let events: StoredEvent[];
+let builder: SummaryBuilder;
+let registry: Registry;
+
+/** Fourteen days of June 2026; the builder's window reaches back to them from today. */
+const FIRST_DAY = '2026-06-01';
+const RANGE = { startDate: '2026-06-02', endDate: '2026-06-14', timeZone: 'Europe/Berlin' };
+const WINDOW_DAYS = Math.ceil((Date.now() - Date.parse(`${FIRST_DAY}T00:00:00Z`)) / 86_400_000) + 1;
+
+/** Every answer with summaries, by the name they are stored under, and the rollup they summarize. */
+const SUMMARIZED: [string, string][] = [
+  ...['pathname', 'entry_page', 'exit_page', 'event_name', 'page_title', 'hostname'].map(
+    (p): [string, string] => [p, 'session_paths'],
+  ),
+  ...SESSION_ATTRIBUTES.map((p): [string, string] => [p, 'session_facts']),
+  ['sessions', 'session_facts'],
+  ['goals', 'sessions'],
+];
+
+const docsGoal: GoalDefinition = { goalType: 'path', config: { pathPattern: '/docs/**' } };
+const pricingGoal: GoalDefinition = { goalType: 'path', config: { pathPattern: '/pricing' } };
+
+beforeAll(async () => {
+  h = await createQueryHarness({ QUERY_RATE_LIMIT_MAX: '1000000' });
+  tenant = await h.tenant();
+  events = [
+    ...generateEvents({
+      siteId: tenant.siteId,
+      events: 2500,
+      days: 14,
+      end: new Date('2026-06-15T12:00:00Z'),
+      seed: 33,
+    }),
+  ];
+  await insertEvents(h.ch, events);
+  await compactSessionDays(h.ch, new Date('2027-01-01T00:00:00Z'));
+  await addGoal('docs', docsGoal, h.json);
+  registry = new Registry();
+  builder = new SummaryBuilder({
+    ch: h.ch,
+    sql: h.db.sql,
+    log: createLogger('silent'),
+    registry,
+    settings: { ...h.config, SUMMARIES_INTERVAL_S: 3600, SUMMARIES_DAYS: WINDOW_DAYS },
+  });
+}, 120_000);
+
+afterAll(async () => {
+  await builder.close();
+  await h.close();
+});
+
+async function addGoal(name: string, goal: GoalDefinition, json: QueryHarness['json']) {
+  const res = await json<{ goalId: number }>(`/api/sites/${tenant.siteId}/goals`, {
+    key: tenant.key,
+    method: 'POST',
+    body: { name, ...goal },
+  });
+  expect(res.status).toBe(201);
+  return res.body.goalId;
+}
+
+/** The active parts of the rollups' June days (each alone in its partition once compacted). */
+const juneParts = async () =>
+  h.ch.query<{ table: string; part: string }>(
+    `SELECT table, name AS part FROM system.parts
+     WHERE database = currentDatabase() AND active AND table IN ('sessions', 'session_facts', 'session_paths')
+       AND partition_id BETWEEN '20260601' AND '20260615'`,
+  );
+
+/** Per summarized answer, the parts its stored summaries are of, and for the goals their patterns per part. */
+async function stored() {
+  const rows = await h.ch.query<{ parameter: string; part: string; values: string[] }>(
+    `SELECT parameter, source_part AS part, groupUniqArrayIf(value, totals = 0) AS values
+     FROM metric_summaries FINAL WHERE site_id = {s:UInt32}
+     GROUP BY parameter, part HAVING countIf(totals = 1) > 0`,
+    { s: tenant.siteId },
+  );
+  return new Map(rows.map((r) => [`${r.parameter}/${r.part}`, r.values]));
+}
+
+const summaryRows = async () => {
+  const [row] = await h.ch.query<{ n: number }>(
+    'SELECT count() AS n FROM metric_summaries WHERE site_id = {s:UInt32}',
+    { s: tenant.siteId },
+  );
+  return Number(row?.n);
+};
+
+const builderReads = async () =>
+  (await registry.getSingleMetric('trackhouse_summary_reads_total')!.get()).values[0]?.value ?? 0;
+
+describe.skipIf(TEST_CLICKHOUSE === 'cluster')('the background builder of summaries', () => {
+  it('summarizes every settled day of its window for every summarized answer, the goals with their patterns', async () => {
+    expect(await summaryRows()).toBe(0);
+    builder.start();
+    await builder.idle();
+    const parts = await juneParts();
+    expect(new Set(parts.map((p) => p.table)).size).toBe(3);
+    const held = await stored();
+    const missing = SUMMARIZED.flatMap(([parameter, table]) =>
+      parts
+        .filter((p) => p.table === table && !held.has(`${parameter}/${p.part}`))
+        .map((p) => `${parameter}/${p.part}`),
+    );
+    expect(missing).toEqual([]);
+    for (const p of parts.filter((x) => x.table === 'sessions'))
+      expect(held.get(`goals/${p.part}`)).toContain(pathPatternRegex('/docs/**'));
+    expect(await builderReads()).toBeGreaterThan(SUMMARIZED.length);
+  });
+
+  it('leaves the reads nothing to build, and their answers equal the reference', async () => {
+    const before = await summaryRows();
+    const selection = ref.selection(events, tenant.siteId, full(RANGE));
+    for (const parameter of ['pathname', 'page_title', 'country', 'entry_page']) {
+      const res = await h.json<{ data: { data: unknown[]; totalCount: number } }>(
+        `/api/sites/${tenant.siteId}/metric?${query(RANGE, { parameter, limit: '1000' })}`,
+        { key: tenant.key },
+      );
+      expect(res.status).toBe(200);
+      const expected = ref.metric(selection, parameter as 'pathname');
+      expect(res.body.data.totalCount).toBe(expected.totalCount);
+      expect(res.body.data.data).toEqual(expected.data);
+    }
+    const goals = await h.json<{ data: { total_sessions: number; total_conversions: number }[] }>(
+      `/api/sites/${tenant.siteId}/goals?${query(RANGE)}`,
+      { key: tenant.key },
+    );
+    const expected = goalStats(selection.selected, docsGoal);
+    expect(goals.body.data.map((g) => [g.total_sessions, g.total_conversions])).toEqual([
+      [expected.total_sessions, expected.total_conversions],
+    ]);
+    expect(await summaryRows()).toBe(before);
+  });
+
+  it('reads no answer when a run finds every day summarized', async () => {
+    const reads = await builderReads();
+    builder.schedule();
+    await builder.idle();
+    expect(await builderReads()).toBe(reads);
+  });
+
+  it('builds a path goal created through the API for the days summarized before it', async () => {
+    const withBuilder = h.jsonWith({ summaries: builder });
+    await addGoal('pricing', pricingGoal, withBuilder);
+    await builder.idle();
+    const held = await stored();
+    for (const p of (await juneParts()).filter((x) => x.table === 'sessions'))
+      expect(held.get(`goals/${p.part}`)).toEqual(
+        expect.arrayContaining([pathPatternRegex('/docs/**'), pathPatternRegex('/pricing')]),
+      );
+    const before = await summaryRows();
+    const goals = await h.json<{ data: { total_conversions: number }[] }>(
+      `/api/sites/${tenant.siteId}/goals?${query(RANGE, { sort: 'goalId', order: 'asc' })}`,
+      { key: tenant.key },
+    );
+    const selected = ref.selection(events, tenant.siteId, full(RANGE)).selected;
+    expect(goals.body.data.map((g) => g.total_conversions)).toEqual(
+      [docsGoal, pricingGoal].map((g) => goalStats(selected, g).total_conversions),
+    );
+    expect(await summaryRows()).toBe(before);
+  });
+
+  it('builds nothing once closed', async () => {
+    await builder.close();
+    await h.ch.command('DELETE FROM metric_summaries WHERE site_id = {s:UInt32}', { s: tenant.siteId });
+    builder.schedule();
+    await builder.idle();
+    expect(await summaryRows()).toBe(0);
+  });
+});
+
+describe.runIf(TEST_CLICKHOUSE === 'cluster')('the background builder of summaries on a cluster', () => {
+  it('is off: a cluster reads no summaries', () => {
+    expect(builder.enabled).toBe(false);
+  });
+});

@@ -1,0 +1,175 @@
+import type { ClickHouse } from '../../client';
+import type { CommonParams } from '../builder';
+import { type GoalDefinition, goalStats, pathPatternRegex } from '../goals';
+import { metric } from './metric';
+import type { SessionRollup } from './rollup';
+import { listSessions } from './sessions';
+import { SESSION_ATTRIBUTES } from './shared';
+import type { SummarizedParameter } from './summaries';
+
+/**
+ * Building the per-day summaries (summaries.ts) ahead of the reads that would otherwise build
+ * them, a week of days per read, while a dashboard waits: the query service runs this for each
+ * site in the background (docs/decisions.md).
+ *
+ * Each summarized answer is read unfiltered over the last `days` UTC days until a read builds
+ * nothing more; an answer is skipped when every settled day of that window already has its
+ * summary, so a run with nothing to build costs a few small reads per site.
+ */
+
+/** Every summarized answer, under the name its summaries are stored by, and the rollup they summarize. */
+const SUMMARIZED: [SummarizedParameter, SessionRollup][] = [
+  ['pathname', 'session_paths'],
+  ['entry_page', 'session_paths'],
+  ['exit_page', 'session_paths'],
+  ['event_name', 'session_paths'],
+  ['page_title', 'session_paths'],
+  ['hostname', 'session_paths'],
+  ...SESSION_ATTRIBUTES.map((a): [SummarizedParameter, SessionRollup] => [a, 'session_facts']),
+  ['sessions', 'session_facts'],
+  ['goals', 'sessions'],
+];
+
+const DAY_MS = 86_400_000;
+/** A day is summarized once it ended an hour ago (summarizedDays). */
+const SETTLE_MS = 3_600_000;
+/** Most days one read builds (summarizedDays). */
+const DAYS_PER_READ = 7;
+
+export interface SummaryBuildOptions {
+  /** UTC days back from `now`'s, today included. */
+  days: number;
+  /** The site's path goals (their summaries hold a value per pattern). */
+  pathGoals?: GoalDefinition[];
+  now?: Date;
+  signal?: AbortSignal;
+}
+
+export interface SummaryBuildReport {
+  /** Answers read to build summaries. */
+  reads: number;
+  /** Summary rows stored by those reads. */
+  rows: number;
+}
+
+const isoDay = (ms: number) => new Date(ms).toISOString().slice(0, 10);
+
+/** The YYYYMMDD partition of a UTC day, as the rollups name it. */
+const partitionOf = (ms: number) => isoDay(ms).replaceAll('-', '');
+
+/**
+ * The summaries of a site's settled days in the last `options.days` UTC days that are missing,
+ * built by reading each summarized answer over that window. Nothing on a cluster or without the
+ * rollups, where no answer reads summaries.
+ */
+export async function buildSummaries(
+  ch: ClickHouse,
+  siteId: number,
+  options: SummaryBuildOptions,
+): Promise<SummaryBuildReport> {
+  const report = { reads: 0, rows: 0 };
+  if (ch.cluster || ch.rollups === false) return report;
+  const now = (options.now ?? new Date()).getTime();
+  const today = Math.floor(now / DAY_MS) * DAY_MS;
+  const first = today - (options.days - 1) * DAY_MS;
+  const common: CommonParams = {
+    startDate: isoDay(first),
+    endDate: isoDay(today),
+    timeZone: 'UTC',
+    filters: [],
+  };
+  const patterns = [...new Set((options.pathGoals ?? []).map(goalPattern))];
+  const missing = await missingSummaries(ch, siteId, first, now, patterns);
+  const reads: Record<SummarizedParameter, () => Promise<unknown>> = Object.fromEntries(
+    SUMMARIZED.map(([parameter]) => [
+      parameter,
+      () =>
+        parameter === 'goals'
+          ? goalStats(ch, siteId, common, options.pathGoals ?? [])
+          : parameter === 'sessions'
+            ? listSessions(ch, siteId, common, { limit: 1, offset: 0 })
+            : metric(ch, siteId, common, parameter, { limit: 1, offset: 0 }),
+    ]),
+  ) as Record<SummarizedParameter, () => Promise<unknown>>;
+  for (const [parameter] of SUMMARIZED) {
+    if (!missing.has(parameter) || (parameter === 'goals' && patterns.length === 0)) continue;
+    // Each read builds a week of days at most: read until one stores nothing.
+    for (let i = 0; i <= Math.ceil(options.days / DAYS_PER_READ); i++) {
+      options.signal?.throwIfAborted();
+      const before = await storedRows(ch, siteId, parameter);
+      await reads[parameter]();
+      report.reads++;
+      const added = (await storedRows(ch, siteId, parameter)) - before;
+      if (added <= 0) break;
+      report.rows += added;
+    }
+  }
+  return report;
+}
+
+const goalPattern = (goal: GoalDefinition) =>
+  pathPatternRegex((goal as Extract<GoalDefinition, { goalType: 'path' }>).config.pathPattern);
+
+async function storedRows(ch: ClickHouse, siteId: number, parameter: SummarizedParameter): Promise<number> {
+  const [row] = await ch.query<{ n: number }>(
+    `SELECT count() AS n FROM metric_summaries
+     WHERE site_id = {site:UInt32} AND parameter = {parameter:String}`,
+    { site: siteId, parameter },
+  );
+  return Number(row?.n ?? 0);
+}
+
+/**
+ * The summarized answers with a settled day of the window that has no summary of its current
+ * part for this site (for the goals: one lacking a pattern). A settled day is a partition alone
+ * in one part, from `first` on, that ended an hour before `now`.
+ */
+async function missingSummaries(
+  ch: ClickHouse,
+  siteId: number,
+  first: number,
+  now: number,
+  patterns: string[],
+): Promise<Set<SummarizedParameter>> {
+  const parts = await ch.query<{ table: SessionRollup; partition: string; part: string }>(
+    `SELECT table, partition_id AS partition, name AS part FROM system.parts
+     WHERE database = currentDatabase() AND active
+       AND table IN ('session_facts', 'session_paths', 'sessions')`,
+  );
+  const perPartition = new Map<string, number>();
+  for (const r of parts) {
+    const key = `${r.table}/${r.partition}`;
+    perPartition.set(key, (perPartition.get(key) ?? 0) + 1);
+  }
+  const from = partitionOf(first);
+  const settledBy = partitionOf(now - SETTLE_MS - DAY_MS);
+  const eligible = parts.filter(
+    (r) =>
+      perPartition.get(`${r.table}/${r.partition}`) === 1 &&
+      /^\d{8}$/.test(r.partition) &&
+      r.partition >= from &&
+      r.partition <= settledBy,
+  );
+  const stored = await ch.query<{ parameter: string; part: string; values: string[] }>(
+    `SELECT parameter, source_part AS part,
+       groupUniqArrayIf(value, parameter = 'goals' AND totals = 0) AS values
+     FROM metric_summaries
+     WHERE site_id = {site:UInt32} AND source_part IN {parts:Array(String)}
+     GROUP BY parameter, part
+     HAVING countIf(totals = 1) > 0`,
+    { site: siteId, parts: [...new Set(eligible.map((r) => r.part))] },
+  );
+  const held = new Map(stored.map((r) => [`${r.parameter}/${r.part}`, r.values]));
+  const missing = new Set<SummarizedParameter>();
+  for (const [parameter, table] of SUMMARIZED) {
+    for (const r of eligible) {
+      if (r.table !== table) continue;
+      const values = held.get(`${parameter}/${r.part}`);
+      if (!values || (parameter === 'goals' && patterns.some((v) => !values.includes(v)))) {
+        missing.add(parameter);
+        break;
+      }
+    }
+  }
+  return missing;
+}
