@@ -129,10 +129,11 @@ async function measureExport(
 /**
  * Waits for the server's background builds of summaries (the settled days at start, and those of
  * the goals just added) to finish, as on a server that has been up a while, and prints how long
- * they took.
+ * they took. Gives up after half an hour.
  */
 async function summariesBuilt(url: string): Promise<void> {
   const started = performance.now();
+  const deadline = started + 30 * 60_000;
   const gauge = (text: string, name: string) =>
     Number(new RegExp(`^${name} (\\S+)$`, 'm').exec(text)?.[1] ?? 0);
   for (;;) {
@@ -144,6 +145,7 @@ async function summariesBuilt(url: string): Promise<void> {
       );
       return;
     }
+    if (performance.now() > deadline) throw new Error('the background summary builds took over 30 minutes');
     await new Promise((r) => setTimeout(r, 250));
   }
 }

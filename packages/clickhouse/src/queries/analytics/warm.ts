@@ -80,24 +80,19 @@ export async function buildSummaries(
   };
   const patterns = [...new Set((options.pathGoals ?? []).map(goalPattern))];
   const missing = await missingSummaries(ch, siteId, first, now, patterns);
-  const reads: Record<SummarizedParameter, () => Promise<unknown>> = Object.fromEntries(
-    SUMMARIZED.map(([parameter]) => [
-      parameter,
-      () =>
-        parameter === 'goals'
-          ? goalStats(ch, siteId, common, options.pathGoals ?? [])
-          : parameter === 'sessions'
-            ? listSessions(ch, siteId, common, { limit: 1, offset: 0 })
-            : metric(ch, siteId, common, parameter, { limit: 1, offset: 0 }),
-    ]),
-  ) as Record<SummarizedParameter, () => Promise<unknown>>;
+  const read = (parameter: SummarizedParameter): Promise<unknown> =>
+    parameter === 'goals'
+      ? goalStats(ch, siteId, common, options.pathGoals ?? [])
+      : parameter === 'sessions'
+        ? listSessions(ch, siteId, common, { limit: 1, offset: 0 })
+        : metric(ch, siteId, common, parameter, { limit: 1, offset: 0 });
   for (const [parameter] of SUMMARIZED) {
     if (!missing.has(parameter) || (parameter === 'goals' && patterns.length === 0)) continue;
     // Each read builds a week of days at most: read until one stores nothing.
     for (let i = 0; i <= Math.ceil(options.days / DAYS_PER_READ); i++) {
       options.signal?.throwIfAborted();
       const before = await storedRows(ch, siteId, parameter);
-      await reads[parameter]();
+      await read(parameter);
       report.reads++;
       const added = (await storedRows(ch, siteId, parameter)) - before;
       if (added <= 0) break;
