@@ -108,8 +108,9 @@ const summaryRows = async () => {
   return Number(row?.n);
 };
 
-const builderReads = async () =>
-  (await registry.getSingleMetric('trackhouse_summary_reads_total')!.get()).values[0]?.value ?? 0;
+const metricValue = async (name: string) =>
+  (await registry.getSingleMetric(name)!.get()).values[0]?.value ?? 0;
+const builderReads = () => metricValue('trackhouse_summary_reads_total');
 
 describe.skipIf(TEST_CLICKHOUSE === 'cluster')('the background builder of summaries', () => {
   it('summarizes every settled day of its window for every summarized answer, the goals with their patterns', async () => {
@@ -157,7 +158,10 @@ describe.skipIf(TEST_CLICKHOUSE === 'cluster')('the background builder of summar
   it('reads no answer when a run finds every day summarized', async () => {
     const reads = await builderReads();
     builder.schedule();
+    // The run is under way: it looks, and finds nothing to build.
+    expect(await metricValue('trackhouse_summary_builds_pending')).toBe(1);
     await builder.idle();
+    expect(await metricValue('trackhouse_summary_builds_pending')).toBe(0);
     expect(await builderReads()).toBe(reads);
   });
 

@@ -2,7 +2,7 @@ import type { ClickHouse } from '../../client';
 import type { CommonParams } from '../builder';
 import { type GoalDefinition, goalStats, pathPatternRegex } from '../goals';
 import { metric } from './metric';
-import type { SessionRollup } from './rollup';
+import { type SessionRollup, settledParts } from './rollup';
 import { listSessions } from './sessions';
 import { SESSION_ATTRIBUTES } from './shared';
 import type { SummarizedParameter } from './summaries';
@@ -126,25 +126,16 @@ async function missingSummaries(
   now: number,
   patterns: string[],
 ): Promise<Set<SummarizedParameter>> {
-  const parts = await ch.query<{ table: SessionRollup; partition: string; part: string }>(
-    `SELECT table, partition_id AS partition, name AS part FROM system.parts
-     WHERE database = currentDatabase() AND active
-       AND table IN ('session_facts', 'session_paths', 'sessions')`,
-  );
-  const perPartition = new Map<string, number>();
-  for (const r of parts) {
-    const key = `${r.table}/${r.partition}`;
-    perPartition.set(key, (perPartition.get(key) ?? 0) + 1);
-  }
   const from = partitionOf(first);
   const settledBy = partitionOf(now - SETTLE_MS - DAY_MS);
-  const eligible = parts.filter(
-    (r) =>
-      perPartition.get(`${r.table}/${r.partition}`) === 1 &&
-      /^\d{8}$/.test(r.partition) &&
-      r.partition >= from &&
-      r.partition <= settledBy,
-  );
+  const eligible: { table: SessionRollup; part: string }[] = [];
+  for (const table of new Set(SUMMARIZED.map(([, t]) => t))) {
+    const { partitions, parts } = await settledParts(ch, table);
+    partitions.forEach((partition, i) => {
+      if (/^\d{8}$/.test(partition) && partition >= from && partition <= settledBy)
+        eligible.push({ table, part: parts[i]! });
+    });
+  }
   const stored = await ch.query<{ parameter: string; part: string; values: string[] }>(
     `SELECT parameter, source_part AS part,
        groupUniqArrayIf(value, parameter = 'goals' AND totals = 0) AS values
