@@ -338,6 +338,105 @@ describe.skipIf(TEST_CLICKHOUSE === 'cluster')('per-day summaries of the page br
   });
 });
 
+// The overview's session totals and the sessions list's count (unfiltered) have summaries of the
+// days of `session_facts`: one row of the empty value per day.
+describe.skipIf(TEST_CLICKHOUSE === 'cluster')('per-day summaries of the session totals', () => {
+  const overview = async (range = RANGE) => {
+    const res = await h.json<{ data: ReturnType<typeof ref.overview> }>(
+      `/api/sites/${tenant.siteId}/overview?${query(range)}`,
+      { key: tenant.key },
+    );
+    expect(res.status).toBe(200);
+    return res.body.data;
+  };
+  const sessionCount = async (range = RANGE) => {
+    const res = await h.json<{ totalCount: number }>(
+      `/api/sites/${tenant.siteId}/sessions?${query(range, { limit: '1' })}`,
+      { key: tenant.key },
+    );
+    expect(res.status).toBe(200);
+    return res.body.totalCount;
+  };
+  const expectedOverview = (range = RANGE) => ref.overview(ref.selection(events, tenant.siteId, full(range)));
+  const totalsOf = async (day: number) =>
+    h.ch.query<{ n_sessions: number; n_events: number }>(
+      `SELECT n_sessions, n_events FROM metric_summaries FINAL
+       WHERE site_id = {s:UInt32} AND parameter = 'sessions' AND totals = 0 AND value = ''
+         AND partition = {d:UInt32} AND source_part = {part:String}`,
+      { s: tenant.siteId, d: day, part: await partOf(day, 'session_facts') },
+    );
+
+  beforeAll(async () => {
+    await compactSessionDays(h.ch, new Date('2027-01-01T00:00:00Z'));
+  });
+
+  it('answers from the summaries as from the sessions, a week of days built per read', async () => {
+    const want = expectedOverview();
+    // A week of days a read at most: the range's nine are built by the second.
+    for (let i = 0; i < 3; i++) {
+      expect(await overview()).toEqual(want);
+      expect(await sessionCount()).toBe(want.sessions);
+    }
+    expect(await summaryDays('sessions')).toEqual([3, 4, 5, 6, 7, 8, 9, 10, 11].map((d) => 20260600 + d));
+    // The day's summary: the sessions whose ids date from that UTC day (its partition) and
+    // their pageviews (each event once), as the generated events hold them.
+    const ofDay = events.filter(
+      (e) =>
+        new Date(Number.parseInt(e.session_id.replaceAll('-', '').slice(0, 12), 16))
+          .toISOString()
+          .slice(0, 10) === '2026-06-07',
+    );
+    const [held] = await totalsOf(DAY);
+    expect(held).toEqual({
+      n_sessions: new Set(ofDay.map((e) => e.session_id)).size,
+      n_events: new Set(ofDay.filter((e) => e.type === 'pageview').map((e) => e.event_id)).size,
+    });
+    // SHORT_RANGE: 8 June's sessions reach past it, so that day is read from its sessions.
+    expect(await overview(SHORT_RANGE)).toEqual(expectedOverview(SHORT_RANGE));
+    expect(await sessionCount(SHORT_RANGE)).toBe(expectedOverview(SHORT_RANGE).sessions);
+  });
+
+  it('reads a day from its summary while it has one part, and from its sessions after a late event', async () => {
+    const [held] = await totalsOf(DAY);
+    await h.ch.writer.insert({
+      table: 'metric_summaries',
+      values: [
+        {
+          site_id: tenant.siteId,
+          parameter: 'sessions',
+          partition: DAY,
+          source_part: await partOf(DAY, 'session_facts'),
+          totals: 0,
+          value: '',
+          n_sessions: 1_000_000,
+          n_events: 0,
+          bounces: 0,
+          top_ms: 0,
+          top_n: 0,
+          s_part: 0,
+          e_part: 0,
+        },
+      ],
+      format: 'JSONEachRow',
+    });
+    const want = expectedOverview();
+    const tampered = await overview();
+    // The summary's sessions, not the day's: the visitors are still read from the sessions.
+    expect(tampered.sessions).toBe(want.sessions - held!.n_sessions + 1_000_000);
+    expect(tampered.pageviews).toBe(want.pageviews - held!.n_events);
+    expect(tampered.users).toBe(want.users);
+
+    await addLateEvents(4, 'session-totals');
+    expect(await overview()).toEqual(expectedOverview());
+    await compactSessionDays(h.ch, new Date('2027-01-01T00:00:00Z'));
+    for (let i = 0; i < 2; i++) {
+      expect(await overview()).toEqual(expectedOverview());
+      expect(await sessionCount()).toBe(expectedOverview().sessions);
+    }
+    expect(await totalsOf(DAY)).toHaveLength(1);
+  });
+});
+
 type Goal = GoalDefinition & { name: string };
 const pathGoal = (name: string, pathPattern: string): Goal => ({
   name,

@@ -128,6 +128,8 @@ describe.skipIf(TEST_CLICKHOUSE === 'cluster')('the background builder of summar
     expect(missing).toEqual([]);
     for (const p of parts.filter((x) => x.table === 'sessions'))
       expect(held.get(`goals/${p.part}`)).toContain(pathPatternRegex('/docs/**'));
+    for (const p of parts.filter((x) => x.table === 'session_facts'))
+      expect(held.get(`sessions/${p.part}`)).toEqual(['']);
     expect(await builderReads()).toBeGreaterThan(SUMMARIZED.length);
   });
 
@@ -152,6 +154,10 @@ describe.skipIf(TEST_CLICKHOUSE === 'cluster')('the background builder of summar
     expect(goals.body.data.map((g) => [g.total_sessions, g.total_conversions])).toEqual([
       [expected.total_sessions, expected.total_conversions],
     ]);
+    const overview = await h.json<{ data: unknown }>(`/api/sites/${tenant.siteId}/overview?${query(RANGE)}`, {
+      key: tenant.key,
+    });
+    expect(overview.body.data).toEqual(ref.overview(selection));
     expect(await summaryRows()).toBe(before);
   });
 
@@ -184,6 +190,20 @@ describe.skipIf(TEST_CLICKHOUSE === 'cluster')('the background builder of summar
       [docsGoal, pricingGoal].map((g) => goalStats(selected, g).total_conversions),
     );
     expect(await summaryRows()).toBe(before);
+  });
+
+  it('builds again the session totals of the days that hold their count alone, as they were first stored', async () => {
+    await h.ch.command(
+      `DELETE FROM metric_summaries WHERE site_id = {s:UInt32} AND parameter = 'sessions' AND totals = 0`,
+      { s: tenant.siteId },
+    );
+    const reads = await builderReads();
+    builder.schedule();
+    await builder.idle();
+    expect(await builderReads()).toBeGreaterThan(reads);
+    const held = await stored();
+    for (const p of (await juneParts()).filter((x) => x.table === 'session_facts'))
+      expect(held.get(`sessions/${p.part}`)).toEqual(['']);
   });
 
   it('builds nothing once closed', async () => {

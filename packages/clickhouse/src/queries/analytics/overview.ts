@@ -1,7 +1,17 @@
 import type { ClickHouse } from '../../client';
 import { type CommonParams, Params, whereClause } from '../builder';
-import { readRollup, rollupSessionRows, rollupSessionsApply } from './rollup';
+import {
+  crossingSessions,
+  fromRollup,
+  readRollup,
+  rollupApplies,
+  rollupSessionRows,
+  rollupSessionsApply,
+  SESSION_ROW_FIELDS,
+  type Settled,
+} from './rollup';
 import { addDays, countedSessions, daysBetween, ratio, SESSION_MS } from './shared';
+import { inPartitions, type KeyedCounts, settledPartsQuery, summarizedDays } from './summaries';
 
 /** SPEC 13 `overview` numbers of one range. */
 export interface TrafficSummary {
@@ -46,33 +56,8 @@ export async function overview(
   common: CommonParams,
 ): Promise<TrafficSummary> {
   if (rollupSessionsApply(ch)) {
-    // Every event in range of a counted session that matches the filters counts (with no
-    // filters: every event of it), and a session has one anonymous visitor: the users follow
-    // from the sessions, the pageviews from their matching pageviews.
-    const pageviews = common.filters.length > 0 ? 'sum(m_pageviews)' : 'sum(s_pageviews)';
-    const [t] = await readRollup(ch, async (settled) => {
-      const p = new Params();
-      const rows = await rollupSessionRows(ch, p, siteId, common, ['pageviews', 'ms', 'user_key'], settled);
-      return ch.query<SessionTotals & { pageviews: number; users: number }>(
-        `SELECT ${SESSION_TOTAL_AGGREGATES}, ${pageviews} AS pageviews, uniqExact(s_user_key) AS users
-         FROM (${rows})`,
-        p.values,
-      );
-    });
-    const totals = t ?? {
-      sessions: 0,
-      session_pageviews: 0,
-      bounces: 0,
-      duration_ms: 0,
-      pageviews: 0,
-      users: 0,
-    };
-    return {
-      sessions: totals.sessions,
-      pageviews: totals.pageviews,
-      users: totals.users,
-      ...sessionAverages(totals),
-    };
+    const t = await readRollup(ch, (settled) => rollupOverview(ch, siteId, common, settled));
+    return { sessions: t.sessions, pageviews: t.pageviews, users: t.users, ...sessionAverages(t) };
   }
   const s = new Params();
   const [totals] = await ch.query<SessionTotals>(
@@ -93,6 +78,125 @@ export async function overview(
     users: counts?.users ?? 0,
     ...sessionAverages(t),
   };
+}
+
+type OverviewTotals = SessionTotals & { pageviews: number; users: number };
+
+/**
+ * The overview's totals from the rollups. Every event in range of a counted session that matches
+ * the filters counts (with no filters: every event of it), and a session has one anonymous
+ * visitor: the users follow from the sessions, the pageviews from their matching pageviews.
+ * Unfiltered, the days whose sessions lie in range and have a summary of their session totals
+ * (`sessionTotalDays`) add those totals; their sessions are read for their visitors alone (a
+ * visitor of several days counts once).
+ */
+async function rollupOverview(
+  ch: ClickHouse,
+  siteId: number,
+  common: CommonParams,
+  settled: Settled | undefined,
+): Promise<OverviewTotals> {
+  // Side by side on the pool: no crossing session belongs to a summarized day (its sessions all
+  // lie in the range), so the crossing sessions are the same with those days left out.
+  const [days, edges] = await Promise.all([
+    rollupApplies(ch, common) ? sessionTotalDays(ch, siteId, common, settled) : undefined,
+    crossingSessions(ch, siteId, common, settled),
+  ]);
+  const p = new Params();
+  const rows = await rollupSessionRows(ch, p, siteId, common, ['pageviews', 'ms', 'user_key'], settled, {
+    restrict: days && ((q) => inPartitions(q, days.partitions, true)),
+    edges,
+  });
+  const pageviews = common.filters.length > 0 ? 'sum(m_pageviews)' : 'sum(s_pageviews)';
+  const read = days
+    ? `SELECT countIf(r) AS sessions, sumIf(s_pageviews, r) AS session_pageviews,
+         countIf(r AND s_pageviews = 1) AS bounces, sumIf(s_ms, r) AS duration_ms,
+         sumIf(s_pageviews, r) AS pageviews, uniqExact(s_user_key) AS users
+       FROM (
+         SELECT 1 AS r, s_pageviews, s_ms, s_user_key FROM (${rows})
+         UNION ALL
+         SELECT 0, 0, 0, user_key FROM (${fromRollup(
+           p,
+           `site_id = ${p.bind('UInt32', siteId)} AND ${inPartitions(p, days.partitions)}`,
+           () => 'user_key',
+           settled,
+         )}))`
+    : `SELECT ${SESSION_TOTAL_AGGREGATES}, ${pageviews} AS pageviews, uniqExact(s_user_key) AS users
+       FROM (${rows})`;
+  const [t] = await ch.query<OverviewTotals>(read, p.values);
+  const totals = t ?? {
+    sessions: 0,
+    session_pageviews: 0,
+    bounces: 0,
+    duration_ms: 0,
+    pageviews: 0,
+    users: 0,
+  };
+  const summed = days?.counts.byValue.get('');
+  if (!summed) return totals;
+  return {
+    sessions: Number(totals.sessions) + summed.n_sessions,
+    session_pageviews: Number(totals.session_pageviews) + summed.n_events,
+    bounces: Number(totals.bounces) + summed.bounces,
+    duration_ms: Number(totals.duration_ms) + summed.top_ms,
+    pageviews: Number(totals.pageviews) + summed.n_events,
+    users: Number(totals.users),
+  };
+}
+
+/**
+ * The days of an unfiltered range whose sessions all lie in it with a summary of their session
+ * totals (the `sessions` summaries of `session_facts`, summaries.ts), added up: one value, the
+ * empty one, with the sessions (`n_sessions`), their pageviews (`n_events`), bounces and
+ * durations in milliseconds (`top_ms`), and the sessions as the day's total too. Undefined
+ * when none apply. Call within readRollup() of `session_facts`, which gives `settled`.
+ */
+export function sessionTotalDays(
+  ch: ClickHouse,
+  siteId: number,
+  common: CommonParams,
+  settled: Settled | undefined,
+): ReturnType<typeof summarizedDays> {
+  return summarizedDays(
+    ch,
+    siteId,
+    common,
+    'sessions',
+    settled,
+    async (days, parts) => {
+      const p = new Params();
+      const pageviews = SESSION_ROW_FIELDS.pageviews.rollup(false);
+      const rows = await ch.query<SessionTotals & { day: string }>(
+        settledPartsQuery(
+          p,
+          'session_facts',
+          siteId,
+          parts,
+          `count() AS sessions, sum(${pageviews}) AS session_pageviews, countIf(${pageviews} = 1) AS bounces,
+           sum(${SESSION_ROW_FIELDS.ms.rollup()}) AS duration_ms`,
+        ),
+        p.values,
+      );
+      const byDay = new Map(rows.map((r) => [Number(r.day), r]));
+      // Every day gets its row, a day without sessions of the site zeros: a summary lacking it
+      // would be built again at every read.
+      return new Map(
+        days.map((day): [number, KeyedCounts] => {
+          const r = byDay.get(day);
+          const totals = {
+            v: '',
+            n_sessions: Number(r?.sessions ?? 0),
+            n_events: Number(r?.session_pageviews ?? 0),
+            bounces: Number(r?.bounces ?? 0),
+            top_ms: Number(r?.duration_ms ?? 0),
+            top_n: 0,
+          };
+          return [day, { byValue: new Map([['', totals]]), all_sessions: totals.n_sessions, all_events: 0 }];
+        }),
+      );
+    },
+    { table: 'session_facts', values: [''] },
+  );
 }
 
 /** The range of equal length that ends the day before `startDate`. */

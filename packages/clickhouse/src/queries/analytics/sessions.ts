@@ -3,6 +3,7 @@ import type { ClickHouse } from '../../client';
 import type { EventRecord, StoredEvent } from '../../rows';
 import { type CommonParams, Params, rangeCondition } from '../builder';
 import { EVENT_COLUMNS, type EventColumnsRow, eventRecord } from '../events';
+import { sessionTotalDays } from './overview';
 import {
   crossingSessions,
   type Edges,
@@ -23,7 +24,7 @@ import {
   rankedPage,
   SESSION_MS,
 } from './shared';
-import { emptyCounts, inPartitions, settledPartsQuery, summarizedDays } from './summaries';
+import { inPartitions } from './summaries';
 
 /** SPEC 13 Session: section 9's fields and the extras of the sessions endpoints. */
 export interface TrafficSession {
@@ -237,7 +238,7 @@ async function leadingSessions(
 
 /**
  * The counted sessions of an unfiltered range: the days whose sessions lie in it counted by
- * their summaries (`sessions`: a day's session count, summaries.ts), the other sessions read.
+ * their summaries (sessionTotalDays), the other sessions read.
  */
 async function countedTotal(
   ch: ClickHouse,
@@ -246,22 +247,7 @@ async function countedTotal(
   settled: Settled | undefined,
   edges: Edges,
 ): Promise<number> {
-  const days = await summarizedDays(
-    ch,
-    siteId,
-    common,
-    'sessions',
-    settled,
-    async (_, parts) => {
-      const p = new Params();
-      const rows = await ch.query<{ day: string; n: number }>(
-        settledPartsQuery(p, 'session_facts', siteId, parts, 'count() AS n'),
-        p.values,
-      );
-      return new Map(rows.map((r) => [Number(r.day), { ...emptyCounts(), all_sessions: Number(r.n) }]));
-    },
-    { table: 'session_facts' },
-  );
+  const days = await sessionTotalDays(ch, siteId, common, settled);
   const p = new Params();
   const rest = days && ((q: Params) => inPartitions(q, days.partitions, true));
   // No crossing session belongs to a summarized day (its sessions all lie in the range).

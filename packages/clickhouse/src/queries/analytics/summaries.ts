@@ -23,8 +23,9 @@ export type KeyedParameter = 'pathname' | 'entry_page' | 'exit_page' | 'event_na
 /**
  * Answers with summaries: the keyed breakdowns, the session attributes (from `session_facts`),
  * page titles and hostnames (read from the events), the goal list's sessions and path-goal
- * conversions (`goals`: one value per goal's pattern), and the sessions list's count
- * (`sessions`: totals alone).
+ * conversions (`goals`: one value per goal's pattern), and the session totals of the overview
+ * and the sessions list's count (`sessions`: one value, the empty one, overview.ts
+ * sessionTotalDays).
  */
 export type SummarizedParameter =
   | KeyedParameter

@@ -116,7 +116,8 @@ async function storedRows(ch: ClickHouse, siteId: number, parameter: SummarizedP
 
 /**
  * The summarized answers with a settled day of the window that has no summary of its current
- * part for this site (for the goals: one lacking a pattern). A settled day is a partition alone
+ * part for this site (for the goals: one lacking a pattern; for the session totals: one of the
+ * count alone, as they were first stored). A settled day is a partition alone
  * in one part, from `first` on, that ended an hour before `now`.
  */
 async function missingSummaries(
@@ -138,7 +139,7 @@ async function missingSummaries(
   }
   const stored = await ch.query<{ parameter: string; part: string; values: string[] }>(
     `SELECT parameter, source_part AS part,
-       groupUniqArrayIf(value, parameter = 'goals' AND totals = 0) AS values
+       groupUniqArrayIf(value, parameter IN ('goals', 'sessions') AND totals = 0) AS values
      FROM metric_summaries
      WHERE site_id = {site:UInt32} AND source_part IN {parts:Array(String)}
      GROUP BY parameter, part
@@ -146,12 +147,15 @@ async function missingSummaries(
     { site: siteId, parts: [...new Set(eligible.map((r) => r.part))] },
   );
   const held = new Map(stored.map((r) => [`${r.parameter}/${r.part}`, r.values]));
+  // Values a summary must hold besides its totals: the goals' patterns, the session totals' row.
+  const required = (parameter: SummarizedParameter) =>
+    parameter === 'goals' ? patterns : parameter === 'sessions' ? [''] : [];
   const missing = new Set<SummarizedParameter>();
   for (const [parameter, table] of SUMMARIZED) {
     for (const r of eligible) {
       if (r.table !== table) continue;
       const values = held.get(`${parameter}/${r.part}`);
-      if (!values || (parameter === 'goals' && patterns.some((v) => !values.includes(v)))) {
+      if (!values || required(parameter).some((v) => !values.includes(v))) {
         missing.add(parameter);
         break;
       }
