@@ -149,7 +149,12 @@ const partOf = async (day: number, table = 'session_paths') => {
  * A summary row only the summary holds, for `parameters` on `day`'s current part: seen in an
  * answer, it shows that the day's summary was read.
  */
-const tamper = async (parameters: string[], day: number, table = 'session_paths') => {
+const tamper = async (
+  parameters: string[],
+  day: number,
+  table = 'session_paths',
+  { value = TAMPERED, events = 1 } = {},
+) => {
   const part = await partOf(day, table);
   await h.ch.writer.insert({
     table: 'metric_summaries',
@@ -159,9 +164,9 @@ const tamper = async (parameters: string[], day: number, table = 'session_paths'
       partition: day,
       source_part: part,
       totals: 0,
-      value: TAMPERED,
+      value,
       n_sessions: 1_000_000,
-      n_events: 1,
+      n_events: events,
       bounces: 0,
       top_ms: 0,
       top_n: 0,
@@ -398,27 +403,8 @@ describe.skipIf(TEST_CLICKHOUSE === 'cluster')('per-day summaries of the session
 
   it('reads a day from its summary while it has one part, and from its sessions after a late event', async () => {
     const [held] = await totalsOf(DAY);
-    await h.ch.writer.insert({
-      table: 'metric_summaries',
-      values: [
-        {
-          site_id: tenant.siteId,
-          parameter: 'sessions',
-          partition: DAY,
-          source_part: await partOf(DAY, 'session_facts'),
-          totals: 0,
-          value: '',
-          n_sessions: 1_000_000,
-          n_events: 0,
-          bounces: 0,
-          top_ms: 0,
-          top_n: 0,
-          s_part: 0,
-          e_part: 0,
-        },
-      ],
-      format: 'JSONEachRow',
-    });
+    // The day's session totals replaced: a million sessions without pageviews.
+    await tamper(['sessions'], DAY, 'session_facts', { value: '', events: 0 });
     const want = expectedOverview();
     const tampered = await overview();
     // The summary's sessions, not the day's: the visitors are still read from the sessions.
