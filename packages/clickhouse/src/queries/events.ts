@@ -178,6 +178,7 @@ const SITE_TABLES = [
   'user_aliases',
   'session_replay',
   'metric_summaries',
+  'visitor_days',
 ];
 
 /**

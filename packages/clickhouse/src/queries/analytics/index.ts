@@ -15,4 +15,5 @@ export * from './sessions';
 export * from './shared';
 export * from './traits';
 export * from './users';
+export * from './visitors';
 export * from './warm';

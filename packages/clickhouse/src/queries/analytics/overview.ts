@@ -8,10 +8,12 @@ import {
   rollupSessionRows,
   rollupSessionsApply,
   SESSION_ROW_FIELDS,
+  type SessionRowField,
   type Settled,
 } from './rollup';
 import { addDays, countedSessions, daysBetween, ratio, SESSION_MS } from './shared';
 import { inPartitions, type KeyedCounts, settledPartsQuery, summarizedDays } from './summaries';
+import { rangeVisitors, visitorDaysApply } from './visitors';
 
 /** SPEC 13 `overview` numbers of one range. */
 export interface TrafficSummary {
@@ -87,8 +89,9 @@ type OverviewTotals = SessionTotals & { pageviews: number; users: number };
  * the filters counts (with no filters: every event of it), and a session has one anonymous
  * visitor: the users follow from the sessions, the pageviews from their matching pageviews.
  * Unfiltered, the days whose sessions lie in range and have a summary of their session totals
- * (`sessionTotalDays`) add those totals; their sessions are read for their visitors alone (a
- * visitor of several days counts once).
+ * (`sessionTotalDays`) add those totals. The distinct visitors of a long enough closed range
+ * come from the days they have events on (`rangeVisitors`); otherwise from the counted sessions,
+ * the summarized days' read for their visitors alone (a visitor of several days counts once).
  */
 async function rollupOverview(
   ch: ClickHouse,
@@ -97,32 +100,40 @@ async function rollupOverview(
   settled: Settled | undefined,
 ): Promise<OverviewTotals> {
   // Side by side on the pool: no crossing session belongs to a summarized day (its sessions all
-  // lie in the range), so the crossing sessions are the same with those days left out.
-  const [days, edges] = await Promise.all([
-    rollupApplies(ch, common) ? sessionTotalDays(ch, siteId, common, settled) : undefined,
+  // lie in the range), so the crossing sessions are the same with those days left out. The
+  // distinct visitors of a long range come from their days (visitors.ts), not the sessions.
+  const unfiltered = rollupApplies(ch, common);
+  const [days, edges, visitors] = await Promise.all([
+    unfiltered ? sessionTotalDays(ch, siteId, common, settled) : undefined,
     crossingSessions(ch, siteId, common, settled),
+    visitorDaysApply(ch, common) ? rangeVisitors(ch, siteId, common) : undefined,
   ]);
   const p = new Params();
-  const rows = await rollupSessionRows(ch, p, siteId, common, ['pageviews', 'ms', 'user_key'], settled, {
+  const fields: SessionRowField[] =
+    visitors === undefined ? ['pageviews', 'ms', 'user_key'] : ['pageviews', 'ms'];
+  const rows = await rollupSessionRows(ch, p, siteId, common, fields, settled, {
     restrict: days && ((q) => inPartitions(q, days.partitions, true)),
     edges,
   });
   const pageviews = common.filters.length > 0 ? 'sum(m_pageviews)' : 'sum(s_pageviews)';
-  const read = days
-    ? `SELECT countIf(r) AS sessions, sumIf(s_pageviews, r) AS session_pageviews,
-         countIf(r AND s_pageviews = 1) AS bounces, sumIf(s_ms, r) AS duration_ms,
-         sumIf(s_pageviews, r) AS pageviews, uniqExact(s_user_key) AS users
-       FROM (
-         SELECT 1 AS r, s_pageviews, s_ms, s_user_key FROM (${rows})
-         UNION ALL
-         SELECT 0, 0, 0, user_key FROM (${fromRollup(
-           p,
-           `site_id = ${p.bind('UInt32', siteId)} AND ${inPartitions(p, days.partitions)}`,
-           () => 'user_key',
-           settled,
-         )}))`
-    : `SELECT ${SESSION_TOTAL_AGGREGATES}, ${pageviews} AS pageviews, uniqExact(s_user_key) AS users
-       FROM (${rows})`;
+  const read =
+    visitors !== undefined
+      ? `SELECT ${SESSION_TOTAL_AGGREGATES}, ${pageviews} AS pageviews, 0 AS users FROM (${rows})`
+      : days
+        ? `SELECT countIf(r) AS sessions, sumIf(s_pageviews, r) AS session_pageviews,
+             countIf(r AND s_pageviews = 1) AS bounces, sumIf(s_ms, r) AS duration_ms,
+             sumIf(s_pageviews, r) AS pageviews, uniqExact(s_user_key) AS users
+           FROM (
+             SELECT 1 AS r, s_pageviews, s_ms, s_user_key FROM (${rows})
+             UNION ALL
+             SELECT 0, 0, 0, user_key FROM (${fromRollup(
+               p,
+               `site_id = ${p.bind('UInt32', siteId)} AND ${inPartitions(p, days.partitions)}`,
+               () => 'user_key',
+               settled,
+             )}))`
+        : `SELECT ${SESSION_TOTAL_AGGREGATES}, ${pageviews} AS pageviews, uniqExact(s_user_key) AS users
+           FROM (${rows})`;
   const [t] = await ch.query<OverviewTotals>(read, p.values);
   const totals = t ?? {
     sessions: 0,
@@ -132,15 +143,16 @@ async function rollupOverview(
     pageviews: 0,
     users: 0,
   };
+  const users = visitors ?? Number(totals.users);
   const summed = days?.counts.byValue.get('');
-  if (!summed) return totals;
+  if (!summed) return { ...totals, users };
   return {
     sessions: Number(totals.sessions) + summed.n_sessions,
     session_pageviews: Number(totals.session_pageviews) + summed.n_events,
     bounces: Number(totals.bounces) + summed.bounces,
     duration_ms: Number(totals.duration_ms) + summed.top_ms,
     pageviews: Number(totals.pageviews) + summed.n_events,
-    users: Number(totals.users),
+    users,
   };
 }
 

@@ -1,0 +1,209 @@
+import {
+  compactSessionDays,
+  generateEvents,
+  insertEvents,
+  planClickHouseMigrations,
+  rangeVisitors,
+  type StoredEvent,
+} from '@trackhouse/clickhouse';
+import { uuidv7FromSeed } from '@trackhouse/core';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { CLICKHOUSE_MIGRATIONS } from '../../../test/helpers';
+import { createQueryHarness, type QueryHarness } from './harness';
+import { full, query } from './params';
+import { lateEvents } from './traffic-data';
+import * as ref from './traffic-reference';
+
+let h: QueryHarness;
+let tenant: Awaited<ReturnType<QueryHarness['tenant']>>;
+let events: StoredEvent[];
+
+const DAY_MS = 86_400_000;
+/** Days since 1970 of a UTC date. */
+const dayOf = (date: string) => Date.parse(`${date}T00:00:00Z`) / DAY_MS;
+const stamp = (ms: number) => new Date(ms).toISOString().replace('T', ' ').slice(0, 23);
+
+/** Windows of `visitor_days` (migration 0009) start every 32 days: the first ones of 2026. */
+const WINDOW_STARTS = [640, 641, 642, 643, 644, 645].map((block) => block * 32);
+
+/**
+ * One visitor's pageviews at the first and last millisecond of the UTC days around each window
+ * start of the data (a bit's edges), each its own session.
+ */
+function windowEdges(like: StoredEvent): StoredEvent[] {
+  return WINDOW_STARTS.flatMap((start, w) =>
+    [start * DAY_MS - 1, start * DAY_MS, (start + 1) * DAY_MS - 1].map((ms, i) => ({
+      ...like,
+      timestamp: stamp(ms),
+      event_id: uuidv7FromSeed(ms, `edge ${w} ${i}`),
+      session_id: uuidv7FromSeed(ms, `edge session ${w} ${i}`),
+      user_id: `00000000000e${String(w).padStart(2, '0')}${i}0`,
+      type: 'pageview',
+      event_name: '',
+      properties: '{}',
+      props: {},
+      pathname: '/edge',
+    })),
+  );
+}
+
+beforeAll(async () => {
+  h = await createQueryHarness({ QUERY_RATE_LIMIT_MAX: '1000000' });
+  tenant = await h.tenant();
+  const other = await h.tenant();
+  // 130 days across six windows, returning visitors on many of them.
+  const generated = [
+    ...generateEvents({
+      siteId: tenant.siteId,
+      events: 5000,
+      days: 130,
+      end: new Date('2026-06-20T12:00:00Z'),
+      seed: 41,
+    }),
+  ];
+  const noise = [
+    ...generateEvents({
+      siteId: other.siteId,
+      events: 500,
+      days: 130,
+      end: new Date('2026-06-20T12:00:00Z'),
+      seed: 42,
+    }),
+  ];
+  events = [...generated, ...windowEdges(generated[0]!)];
+  await insertEvents(h.ch, [...events, ...noise]);
+  await compactSessionDays(h.ch, new Date('2027-01-01T00:00:00Z'));
+  // Late events (their visitors' rows gain a bit), and a replayed batch of them, stored once.
+  const late = lateEvents(generated, 50);
+  for (let attempt = 0; attempt < 2; attempt++)
+    await h.ch.writer.insert({
+      table: 'events',
+      values: late,
+      format: 'JSONEachRow',
+      clickhouse_settings: { insert_deduplication_token: `visitors-late-${tenant.siteId}` },
+    });
+  events.push(...late);
+}, 120_000);
+afterAll(async () => {
+  await h.close();
+});
+
+/** Ranges of 7 to 110 days starting on both sides of window starts, in zones of every offset. */
+const RANGES = [
+  ['2026-02-16', '2026-02-22', 'UTC'],
+  ['2026-02-15', '2026-03-18', 'UTC'],
+  ['2026-02-14', '2026-03-18', 'UTC'],
+  ['2026-02-17', '2026-03-19', 'Asia/Kolkata'],
+  ['2026-03-01', '2026-03-31', 'America/New_York'],
+  ['2026-03-19', '2026-04-20', 'Europe/Berlin'],
+  ['2026-03-20', '2026-05-23', 'Asia/Kathmandu'],
+  ['2026-04-01', '2026-04-30', 'Australia/Adelaide'],
+  ['2026-04-21', '2026-05-24', 'Pacific/Chatham'],
+  ['2026-02-20', '2026-06-10', 'America/St_Johns'],
+  ['2026-05-20', '2026-06-30', 'UTC'],
+].map(([startDate, endDate, timeZone]) => ({
+  startDate: startDate!,
+  endDate: endDate!,
+  timeZone: timeZone!,
+}));
+
+type Range = (typeof RANGES)[number];
+const overview = (range: Partial<Range>) =>
+  h.json<{ data: ReturnType<typeof ref.overview> }>(`/api/sites/${tenant.siteId}/overview?${query(range)}`, {
+    key: tenant.key,
+  });
+
+describe('distinct visitors from the days they have events on', () => {
+  it.each(RANGES)(
+    'counts the visitors of $startDate to $endDate in $timeZone as the events do',
+    async (range) => {
+      const expected = ref.overview(ref.selection(events, tenant.siteId, full(range)));
+      expect(await rangeVisitors(h.ch, tenant.siteId, full(range))).toBe(expected.users);
+      const res = await overview(range);
+      expect(res.status).toBe(200);
+      expect(res.body.data).toEqual(expected);
+    },
+  );
+
+  it('reads the whole days of a long range from their bits, the partial ones from the events', async () => {
+    const site = await h.tenant();
+    const like = { ...events[0]!, site_id: site.siteId };
+    await insertEvents(h.ch, windowEdges(like));
+    // Berlin in March is an hour ahead: 2 to 15 March holds the UTC days 2 to 14 March whole.
+    const range = { startDate: '2026-03-02', endDate: '2026-03-15', timeZone: 'Europe/Berlin' };
+    const users = async (r = range) =>
+      (
+        await h.json<{ data: { users: number } }>(`/api/sites/${site.siteId}/overview?${query(r)}`, {
+          key: site.key,
+        })
+      ).body.data.users;
+    const before = await users();
+    expect(before).toBe(ref.overview(ref.selection(windowEdges(like), site.siteId, full(range))).users);
+    // Rows of visitors without events: seen only where the table is read, and by their bits.
+    const row = (key: bigint, day: number) => {
+      const block = Math.floor(day / 32);
+      return [
+        {
+          site_id: site.siteId,
+          block,
+          user_key: key.toString(),
+          days: (1n << BigInt(day - 32 * block)).toString(),
+        },
+        {
+          site_id: site.siteId,
+          block: block - 1,
+          user_key: key.toString(),
+          days: (1n << BigInt(day - 32 * block + 32)).toString(),
+        },
+      ];
+    };
+    await h.ch.writer.insert({
+      table: 'visitor_days',
+      values: [
+        ...row(0xfeed01n, dayOf('2026-03-02')),
+        ...row(0xfeed02n, dayOf('2026-03-14')),
+        // The range's first and last UTC days are partial: read from their events.
+        ...row(0xfeed03n, dayOf('2026-03-01')),
+        ...row(0xfeed04n, dayOf('2026-03-15')),
+      ],
+      format: 'JSONEachRow',
+    });
+    expect(await users()).toBe(before + 2);
+    // A range under a week counts its sessions' visitors: the rows are not read.
+    const week = { ...range, endDate: '2026-03-07' };
+    expect(await users(week)).toBe(
+      ref.overview(ref.selection(windowEdges(like), site.siteId, full(week))).users,
+    );
+  });
+
+  it("stores by the migration's backfill what the view stores, and running it again changes nothing", async () => {
+    const stored = () =>
+      h.ch.query<{ block: number; user_key: string; days: string }>(
+        `SELECT block, toString(user_key) AS user_key, toString(groupBitOr(days)) AS days FROM visitor_days
+         WHERE site_id = {s:UInt32} GROUP BY block, user_key ORDER BY block, user_key`,
+        { s: tenant.siteId },
+      );
+    const viewed = await stored();
+    expect(viewed.length).toBeGreaterThan(1000);
+    const [migration] = (await planClickHouseMigrations(CLICKHOUSE_MIGRATIONS, h.ch.cluster)).filter((m) =>
+      m.file.startsWith('0009_'),
+    );
+    const backfill = migration!.statements.filter((s) => /^INSERT\s/i.test(s));
+    expect(backfill).toHaveLength(1);
+    await h.ch.command(
+      h.ch.cluster
+        ? `DELETE FROM visitor_days_local ON CLUSTER ${h.ch.cluster} WHERE site_id = ${tenant.siteId}`
+        : 'DELETE FROM visitor_days WHERE site_id = {s:UInt32}',
+      { s: tenant.siteId },
+    );
+    expect(await stored()).toEqual([]);
+    await h.ch.command(backfill[0]!);
+    expect(await stored()).toEqual(viewed);
+    await h.ch.command(backfill[0]!);
+    expect(await stored()).toEqual(viewed);
+    const range = RANGES[9]!;
+    expect((await overview(range)).body.data).toEqual(
+      ref.overview(ref.selection(events, tenant.siteId, full(range))),
+    );
+  });
+});

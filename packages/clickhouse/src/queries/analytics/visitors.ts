@@ -1,0 +1,64 @@
+import type { ClickHouse } from '../../client';
+import { type CommonParams, Params, rangeBounds } from '../builder';
+import { userKey } from './rollup';
+import { daysBetween } from './shared';
+
+/**
+ * Ranges at least this many days long count their visitors from `visitor_days`: a window's rows
+ * are about one per visitor of 64 days, read whether the range is a day or a month, so a short
+ * range's sessions are fewer to count (docs/benchmarks.md).
+ */
+const MIN_DAYS = 7;
+
+const DAY_MS = 86_400_000;
+
+/**
+ * Whether an unfiltered answer counts its distinct visitors with `rangeVisitors`: a closed range
+ * long enough, with the rollups in use (without them every answer reads the events alone).
+ */
+export const visitorDaysApply = (ch: ClickHouse, common: CommonParams) =>
+  ch.rollups !== false &&
+  common.filters.length === 0 &&
+  common.startDate !== undefined &&
+  common.endDate !== undefined &&
+  daysBetween(common.startDate, common.endDate) >= MIN_DAYS;
+
+/**
+ * The distinct visitors of a closed range's events, filters not applied (SPEC 13 `users`): those
+ * of the UTC days wholly inside the range from `visitor_days` (migration 0009), one row per
+ * visitor and window, whose day bits meet the range's, and those of the range's partial days at
+ * either end from their events. A visitor of both is counted once (one distinct count over the
+ * 64-bit keys, `userKey`, as the sessions' `user_key`). Exact for any closed range; the days
+ * are those of the engine's calendar, as the range's bounds.
+ */
+export async function rangeVisitors(ch: ClickHouse, siteId: number, common: CommonParams): Promise<number> {
+  const p = new Params();
+  const { from, to } = rangeBounds(p, common);
+  if (!from || !to) throw new Error('rangeVisitors needs a closed range');
+  const site = p.bind('UInt32', siteId);
+  const dayMs = p.bind('Int64', DAY_MS);
+  // The whole UTC days: from the first day starting at or after the range's start (none before
+  // day 64, which the table leaves out) to the day the range's end falls in, excluded.
+  const firstDay = `greatest(intDiv(toUnixTimestamp64Milli(${from}) + ${dayMs} - 1, ${dayMs}), 64)`;
+  const endDay = `intDiv(toUnixTimestamp64Milli(${to}), ${dayMs})`;
+  const dayStart = (day: string) => `fromUnixTimestamp64Milli(${day} * ${dayMs}, 'UTC')`;
+  // Windows start every 32 days and span 64: every other one, from the first day's, tiles the
+  // days. A row's bits of the range's days in its window: `n` of them from bit `lo`.
+  const base = 'toInt64(block) * 32';
+  const lo = `(greatest(${firstDay}, ${base}) - ${base})`;
+  const n = `(least(${endDay}, ${base} + 64) - greatest(${firstDay}, ${base}))`;
+  const mask = `if(${n} >= 64, bitNot(toUInt64(0)), bitShiftLeft(bitNot(bitShiftLeft(bitNot(toUInt64(0)), ${n})), ${lo}))`;
+  const [row] = await ch.query<{ users: number }>(
+    `SELECT uniqExact(k) AS users FROM (
+       SELECT user_key AS k FROM visitor_days
+       WHERE site_id = ${site} AND block >= intDiv(${firstDay}, 32) AND ${base} < ${endDay}
+         AND (block - intDiv(${firstDay}, 32)) % 2 = 0 AND bitAnd(days, ${mask}) != 0
+       UNION ALL
+       SELECT ${userKey('user_id')} AS k FROM events
+       WHERE site_id = ${site}
+         AND ((timestamp >= ${from} AND timestamp < ${dayStart(firstDay)})
+           OR (timestamp >= ${dayStart(endDay)} AND timestamp < ${to})))`,
+    p.values,
+  );
+  return Number(row?.users ?? 0);
+}
