@@ -47,6 +47,33 @@ function windowEdges(like: StoredEvent): StoredEvent[] {
   );
 }
 
+/**
+ * Visitors of February and March 1970: the days before day 64, left out of `visitor_days`,
+ * are read from their events.
+ */
+function early(like: StoredEvent): StoredEvent[] {
+  return [
+    [40, 'a'],
+    [40, 'b'],
+    [70, 'b'],
+    [70, 'c'],
+  ].map(([day, visitor], i) => {
+    const ms = Number(day) * DAY_MS + 3_600_000;
+    return {
+      ...like,
+      timestamp: stamp(ms),
+      event_id: uuidv7FromSeed(ms, `early ${i}`),
+      session_id: uuidv7FromSeed(ms, `early session ${i}`),
+      user_id: `000000000000197${visitor}`,
+      type: 'pageview',
+      event_name: '',
+      properties: '{}',
+      props: {},
+      pathname: '/early',
+    };
+  });
+}
+
 beforeAll(async () => {
   h = await createQueryHarness({ QUERY_RATE_LIMIT_MAX: '1000000' });
   tenant = await h.tenant();
@@ -70,7 +97,7 @@ beforeAll(async () => {
       seed: 42,
     }),
   ];
-  events = [...generated, ...windowEdges(generated[0]!)];
+  events = [...generated, ...windowEdges(generated[0]!), ...early(generated[0]!)];
   await insertEvents(h.ch, [...events, ...noise]);
   await compactSessionDays(h.ch, new Date('2027-01-01T00:00:00Z'));
   // Late events (their visitors' rows gain a bit), and a replayed batch of them, stored once.
@@ -122,6 +149,21 @@ describe('distinct visitors from the days they have events on', () => {
       const res = await overview(range);
       expect(res.status).toBe(200);
       expect(res.body.data).toEqual(expected);
+    },
+  );
+
+  it.each([
+    ['2026-03-14', '2026-03-14', 'UTC'],
+    ['2026-03-14', '2026-03-14', 'Asia/Kolkata'],
+    ['2026-03-14', '2026-03-15', 'America/New_York'],
+    ['1970-01-01', '1970-03-31', 'UTC'],
+  ])(
+    'counts the visitors of a short or early range (%s to %s in %s) as the events do',
+    async (startDate, endDate, timeZone) => {
+      const range = { startDate, endDate, timeZone };
+      const expected = ref.overview(ref.selection(events, tenant.siteId, full(range))).users;
+      expect(expected).toBeGreaterThan(0);
+      expect(await rangeVisitors(h.ch, tenant.siteId, full(range))).toBe(expected);
     },
   );
 

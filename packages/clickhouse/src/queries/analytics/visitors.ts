@@ -51,7 +51,8 @@ export async function rangeVisitors(ch: ClickHouse, siteId: number, common: Comm
   const [row] = await ch.query<{ users: number }>(
     `SELECT uniqExact(k) AS users FROM (
        SELECT user_key AS k FROM visitor_days
-       WHERE site_id = ${site} AND block >= intDiv(${firstDay}, 32) AND ${base} < ${endDay}
+       WHERE site_id = ${site} AND ${firstDay} < ${endDay}
+         AND block >= intDiv(${firstDay}, 32) AND ${base} < ${endDay}
          AND (block - intDiv(${firstDay}, 32)) % 2 = 0 AND bitAnd(days, ${mask}) != 0
        UNION ALL
        SELECT ${userKey('user_id')} AS k FROM events
