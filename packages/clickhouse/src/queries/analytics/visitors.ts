@@ -6,7 +6,8 @@ import { daysBetween } from './shared';
 /**
  * Ranges at least this many days long count their visitors from `visitor_days`: a window's rows
  * are about one per visitor of 64 days, read whether the range is a day or a month, so a short
- * range's sessions are fewer to count (docs/benchmarks.md).
+ * range's sessions are fewer to count. The bound is that reasoning, not a measured crossover
+ * (docs/decisions.md).
  */
 const MIN_DAYS = 7;
 
