@@ -6,6 +6,7 @@ import {
   keyInRange,
   keyMs,
   listedSessionsLimit,
+  PAGE_KEY,
   pageNames,
   pathHash,
   pathRows,
@@ -25,6 +26,7 @@ import {
   countedSessions,
   EVENT_ORDER,
   matchesFilters,
+  matchingEvents,
   orderMs,
   rankedPage,
   ratio,
@@ -299,7 +301,10 @@ async function matchedEventValueRows(
   return rankedValues(countsByDay(rows).get(0) ?? emptyCounts(), parameter === 'event_name');
 }
 
-/** Values read from `session_paths` without filters: pathname, entry and exit page, event name. */
+/**
+ * Values read from `session_paths`: pathname, entry and exit page (filters or not), event name
+ * (without filters).
+ */
 const KEYED_PARAMETERS = new Set<MetricParameter>(['pathname', 'entry_page', 'exit_page', 'event_name']);
 const isKeyed = (p: MetricParameter): p is KeyedParameter => KEYED_PARAMETERS.has(p);
 
@@ -312,6 +317,11 @@ const isKeyed = (p: MetricParameter): p is KeyedParameter => KEYED_PARAMETERS.ha
  * back from `site_pages`; `s_part` and `e_part` are each row's share of the session and event
  * totals (over the other sessions). `restrict`, a condition on `session_paths` rows, narrows the
  * sessions read.
+ *
+ * With filters, only the counted sessions (SPEC 13: those with an event in range matching every
+ * filter), found from the matching events grouped by session and joined with their rows; a
+ * pathname counts for their matching pageviews alone (their keys, computed as 0006 does, found
+ * among the session's), the entry or exit page over all their pageviews in range, as without.
  */
 function keyedPageValues(
   p: Params,
@@ -324,11 +334,15 @@ function keyedPageValues(
 ): string {
   const inRange = keyInRange(p, common);
   const perPage = parameter === 'pathname';
+  const filtered = common.filters.length > 0;
   const pick = parameter === 'entry_page' ? 'arrayFirstIndex' : 'arrayLastIndex';
+  // Flags of the keys: 2 a pageview whose value counts, 1 a pageview whose value does not (a
+  // pathname not matching the filters), 0 any other event.
   const pages = perPage
-    ? 'arrayFilter(j -> m_fs[j] = 1, arrayEnumerate(m_ks)) AS m_pj'
-    : `${pick}(f -> f = 1, m_fs) AS m_at, if(m_at = 0, [], [m_at]) AS m_pj`;
-  const rows = pathRows(
+    ? 'arrayFilter(j -> m_fs[j] = 2, arrayEnumerate(m_ks)) AS m_pj'
+    : `${pick}(f -> f > 0, m_fs) AS m_at, if(m_at = 0, [], [m_at]) AS m_pj`;
+  const pageFlag = filtered && perPage ? 'if(has(m_keys, x), toUInt8(2), toUInt8(1))' : 'toUInt8(2)';
+  const paths = pathRows(
     p,
     siteId,
     common,
@@ -336,9 +350,14 @@ function keyedPageValues(
     settled,
     restrict,
   );
+  const rows = filtered
+    ? `SELECT * FROM (${paths}) AS s INNER JOIN (
+        SELECT session_id${perPage ? `, groupArrayIf(${PAGE_KEY}, type = 'pageview') AS m_keys` : ''}
+        FROM events WHERE ${matchingEvents(p, siteId, common)} GROUP BY session_id) AS m USING session_id`
+    : paths;
   const sessions = `SELECT session_id, ${byDay ? PARTITION_DAY : '0'} AS m_day,
       arrayConcat(page_keys, event_keys, other_keys) AS m_all,
-      arrayConcat(arrayMap(x -> toUInt8(1), page_keys), arrayMap(x -> toUInt8(0), event_keys),
+      arrayConcat(arrayMap(x -> ${pageFlag}, page_keys), arrayMap(x -> toUInt8(0), event_keys),
         arrayMap(x -> toUInt8(0), other_keys)) AS m_flags,
       arrayFilter((x, f) -> ${inRange('x')}, m_all, m_flags) AS m_k,
       arrayFilter((f, x) -> ${inRange('x')}, m_flags, m_all) AS m_f,
@@ -349,7 +368,7 @@ function keyedPageValues(
       ${pages},
       if(m_tied, [], arrayMap(j -> ${keyHash('m_ks[j]')}, m_pj)) AS m_hs,
       if(m_tied, [], arrayMap(j -> if(j < length(m_ks), m_ms[j + 1] - m_ms[j], -1), m_pj)) AS m_gaps,
-      arraySum(m_fs) AS m_pvs
+      arrayCount(f -> f > 0, m_fs) AS m_pvs
     FROM (${rows})
     WHERE length(m_k) > 0`;
   const [counts, sessionsOf, eventsOf] = perPage
@@ -487,9 +506,13 @@ async function keyedMetricRows(
   parameter: KeyedParameter,
   settled: Settled | undefined,
 ): Promise<Row[] | undefined> {
-  const days = await summarizedDays(ch, siteId, common, parameter, settled, (missing) =>
-    keyedCounts(ch, siteId, common, parameter, settled, (p) => inPartitions(p, missing), true),
-  );
+  // Summaries hold every session of their days: none apply to a filtered answer.
+  const days =
+    common.filters.length === 0
+      ? await summarizedDays(ch, siteId, common, parameter, settled, (missing) =>
+          keyedCounts(ch, siteId, common, parameter, settled, (p) => inPartitions(p, missing), true),
+        )
+      : undefined;
   const live = await keyedCounts(
     ch,
     siteId,
@@ -607,8 +630,9 @@ async function eventValueRows(
 /**
  * How `metric` reads every value of `parameter` ranked in the service, and the rollup the read
  * takes its snapshot of; undefined: one page ranked in SQL from the events. Session attributes
- * and filtered single-event values read `session_facts` (filtered: the counted sessions); the
- * other unfiltered ones `session_paths`, with summaries.
+ * and filtered single-event values but pathname read `session_facts` (filtered: the counted
+ * sessions); pathname, entry and exit page `session_paths` (unfiltered, with summaries;
+ * filtered, the counted sessions), as do the other unfiltered ones.
  */
 function rankedReader(
   ch: ClickHouse,
@@ -620,14 +644,15 @@ function rankedReader(
   if (isSessionAttribute(parameter)) {
     return { read: (s) => sessionAttributeRows(ch, siteId, common, parameter, s), table: 'session_facts' };
   }
-  if (common.filters.length > 0) {
-    // Not pathname: its times on page need every event of the session.
-    return parameter === 'event_name' || (parameter !== 'pathname' && isPageValue(parameter))
+  const filtered = common.filters.length > 0;
+  // Filtered, event names keep to the matching custom events' sessions (session_facts).
+  if (isKeyed(parameter) && !(filtered && parameter === 'event_name')) {
+    return { read: (s) => keyedMetricRows(ch, siteId, common, parameter, s), table: 'session_paths' };
+  }
+  if (filtered) {
+    return parameter === 'event_name' || isPageValue(parameter)
       ? { read: (s) => matchedEventValueRows(ch, siteId, common, parameter, s), table: 'session_facts' }
       : undefined;
-  }
-  if (isKeyed(parameter)) {
-    return { read: (s) => keyedMetricRows(ch, siteId, common, parameter, s), table: 'session_paths' };
   }
   if (isEventValue(parameter)) {
     return { read: (s) => eventValueRows(ch, siteId, common, parameter, s), table: 'session_paths' };
