@@ -291,8 +291,12 @@ async function matchedEventValueRows(
 ): Promise<Row[]> {
   const p = new Params();
   // The matching events are those the values are taken from: no condition beyond their type.
+  // Event names are shares of the matching custom events: the counted sessions without one add
+  // nothing to the answer (the session total, which nothing reads for them, aside), so only
+  // the matching custom events are grouped.
   const sessions = await rollupSessionRows(ch, p, siteId, common, ['pageviews'], settled, {
     matched: [`${eventValues(parameter, '1')} AS s_vals`],
+    matching: parameter === 'event_name' ? () => `type = 'custom_event'` : undefined,
   });
   const rows = await ch.query<Row & { day: number }>(
     `SELECT * FROM (${rankEventValues(sessions, false, false)})`,
