@@ -20,6 +20,7 @@ import {
   TRAIT_TEXT,
   type Traits,
 } from './traits';
+import { rangeVisitors, visitorDaysApply } from './visitors';
 
 export const USER_SORTS = ['last_seen', 'first_seen', 'sessions', 'pageviews', 'events'] as const;
 export type UserSort = (typeof USER_SORTS)[number];
@@ -308,7 +309,8 @@ const MAX_LEADING = 5000;
  * many visitors there are. For the sorts of LEADING_SESSIONS, from the sessions leading in
  * their order (a partial sort, several times faster than ranking every visitor; `windowed`
  * looks for them among a window's sessions first), unless visitors repeat among them so often
- * that they hold too few; else every visitor ranked.
+ * that they hold too few; else every visitor ranked. `visitors`, when given, is how many
+ * visitors there are, counted elsewhere (the leading sessions' read does not count them).
  */
 async function visitorsPage(
   ch: ClickHouse,
@@ -316,27 +318,30 @@ async function visitorsPage(
   sessions: string,
   page: UserPage,
   windowed?: (sort: LeadingSort, scanned: number) => Promise<{ k: string }[] | undefined>,
+  visitors?: Promise<number>,
 ): Promise<{ keys: string[]; total: number }> {
   const sort = `${page.sort} ${page.order}` as const;
   const order = LEADING_SESSIONS[sort];
   const wanted = page.offset + page.limit;
   if (order && wanted <= MAX_LEADING) {
     const scanned = wanted * 4 + 100;
-    const leading =
-      (await windowed?.(sort as LeadingSort, scanned)) ??
-      (await ch.query<{ k: string }>(
-        `SELECT toString(s_user_key) AS k FROM (${sessions})
-         ORDER BY ${order}, s_user_key ASC LIMIT ${p.bind('UInt32', scanned)}`,
-        p.values,
-      ));
-    const counted = await ch.query<{ total: number }>(
-      `SELECT uniqExact(s_user_key) AS total FROM (${sessions})`,
-      p.values,
-    );
+    const [leading, total] = await Promise.all([
+      (async () =>
+        (await windowed?.(sort as LeadingSort, scanned)) ??
+        (await ch.query<{ k: string }>(
+          `SELECT toString(s_user_key) AS k FROM (${sessions})
+           ORDER BY ${order}, s_user_key ASC LIMIT ${p.bind('UInt32', scanned)}`,
+          p.values,
+        )))(),
+      visitors ??
+        ch
+          .query<{ total: number }>(`SELECT uniqExact(s_user_key) AS total FROM (${sessions})`, p.values)
+          .then((rows) => Number(rows[0]?.total ?? 0)),
+    ]);
     const met = [...new Set(leading.map((r) => r.k))];
     // Fewer sessions than asked for: every visitor was met.
     if (met.length >= wanted || leading.length < scanned) {
-      return { keys: met.slice(page.offset, wanted), total: counted[0]?.total ?? 0 };
+      return { keys: met.slice(page.offset, wanted), total };
     }
   }
   const direction = page.order === 'asc' ? 'ASC' : 'DESC';
@@ -368,6 +373,11 @@ async function listUsersFromSessions(
   page: UserPage,
 ): Promise<{ data: ListedUser[]; totalCount: number }> {
   type Counted = Omit<UserRow, 'u_user_id' | LatestField> & { k: string };
+  // How many visitors, from the days they have events on (visitors.ts), beside the ranking: a
+  // third of the time of counting them over the range's sessions at 10 M events.
+  const visitors = visitorDaysApply(ch, common) ? rangeVisitors(ch, siteId, common) : undefined;
+  // Awaited below (a second read of the rollup awaits it again): a failure meanwhile is not unhandled.
+  visitors?.catch(() => {});
   const { rows, total, ids } = await readRollup(ch, async (settled) => {
     const p = new Params();
     const edges = await crossingSessions(ch, siteId, common, settled);
@@ -380,8 +390,13 @@ async function listUsersFromSessions(
       settled,
       { edges },
     );
-    const { keys, total } = await visitorsPage(ch, p, sessions, page, (sort, scanned) =>
-      windowedLeading(ch, siteId, common, settled, edges, sort, scanned),
+    const { keys, total } = await visitorsPage(
+      ch,
+      p,
+      sessions,
+      page,
+      (sort, scanned) => windowedLeading(ch, siteId, common, settled, edges, sort, scanned),
+      visitors,
     );
     const ids = keys.map(userIdOfKey);
     if (ids.length === 0) return { rows: [], total, ids };
