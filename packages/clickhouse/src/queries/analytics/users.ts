@@ -373,8 +373,8 @@ async function listUsersFromSessions(
   page: UserPage,
 ): Promise<{ data: ListedUser[]; totalCount: number }> {
   type Counted = Omit<UserRow, 'u_user_id' | LatestField> & { k: string };
-  // How many visitors, from the days they have events on (visitors.ts), beside the ranking: a
-  // third of the time of counting them over the range's sessions at 10 M events.
+  // How many visitors, from the days they have events on (visitors.ts), beside the ranking: at
+  // 10 M events 40-80 ms against 110 ms counting them over the range's sessions.
   const visitors = visitorDaysApply(ch, common) ? rangeVisitors(ch, siteId, common) : undefined;
   // Awaited below (a second read of the rollup awaits it again): a failure meanwhile is not unhandled.
   visitors?.catch(() => {});
