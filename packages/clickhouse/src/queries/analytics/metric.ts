@@ -15,6 +15,7 @@ import {
 } from './paths';
 import {
   fromRollup,
+  matchedSessions,
   readRollup,
   rollupSessionRows,
   rollupSessionsApply,
@@ -26,7 +27,6 @@ import {
   countedSessions,
   EVENT_ORDER,
   matchesFilters,
-  matchingEvents,
   orderMs,
   rankedPage,
   ratio,
@@ -354,10 +354,10 @@ function keyedPageValues(
     settled,
     restrict,
   );
+  const matched = perPage ? [`groupArrayIf(${PAGE_KEY}, type = 'pageview') AS m_keys`] : [];
   const rows = filtered
-    ? `SELECT * FROM (${paths}) AS s INNER JOIN (
-        SELECT session_id${perPage ? `, groupArrayIf(${PAGE_KEY}, type = 'pageview') AS m_keys` : ''}
-        FROM events WHERE ${matchingEvents(p, siteId, common)} GROUP BY session_id) AS m USING session_id`
+    ? `SELECT * FROM (${paths}) AS s
+      INNER JOIN (${matchedSessions(p, siteId, common, undefined, matched)}) AS m USING session_id`
     : paths;
   const sessions = `SELECT session_id, ${byDay ? PARTITION_DAY : '0'} AS m_day,
       arrayConcat(page_keys, event_keys, other_keys) AS m_all,

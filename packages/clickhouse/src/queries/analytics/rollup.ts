@@ -97,7 +97,7 @@ export const rollupSessionsApply = (ch: ClickHouse) => ch.rollups !== false;
  * `columns`, more aggregates over its matching events: one pass over the matching events (`extra`
  * narrowing them), grouped by session.
  */
-function matchedSessions(
+export function matchedSessions(
   p: Params,
   siteId: number,
   common: CommonParams,
