@@ -23,10 +23,22 @@ let events: StoredEvent[];
 let builder: SummaryBuilder;
 let registry: Registry;
 
-/** Fourteen days of June 2026; the builder's window reaches back to them from today. */
-const FIRST_DAY = '2026-06-01';
-const RANGE = { startDate: '2026-06-02', endDate: '2026-06-14', timeZone: 'Europe/Berlin' };
-const WINDOW_DAYS = Math.ceil((Date.now() - Date.parse(`${FIRST_DAY}T00:00:00Z`)) / 86_400_000) + 1;
+const DAY_MS = 86_400_000;
+const dayOf = (ms: number) => new Date(ms).toISOString().slice(0, 10);
+/**
+ * Fourteen days ending a week before today; the builder's window reaches back to them from today
+ * (from fixed dates it would widen, and the runs slow down, with every day that passes).
+ */
+const FIRST_MS = Date.parse(`${dayOf(Date.now() - 21 * DAY_MS)}T00:00:00Z`);
+const FIRST_DAY = dayOf(FIRST_MS);
+const RANGE = {
+  startDate: dayOf(FIRST_MS + DAY_MS),
+  endDate: dayOf(FIRST_MS + 13 * DAY_MS),
+  timeZone: 'Europe/Berlin',
+};
+const WINDOW_DAYS = Math.ceil((Date.now() - FIRST_MS) / DAY_MS) + 1;
+/** The partitions of the data's days (UTC, `YYYYMMDD`). */
+const PARTITIONS = [FIRST_DAY, dayOf(FIRST_MS + 14 * DAY_MS)].map((d) => d.replaceAll('-', ''));
 
 /** Every answer with summaries, by the name they are stored under, and the rollup they summarize. */
 const SUMMARIZED: [string, string][] = [
@@ -49,12 +61,12 @@ beforeAll(async () => {
       siteId: tenant.siteId,
       events: 2500,
       days: 14,
-      end: new Date('2026-06-15T12:00:00Z'),
+      end: new Date(FIRST_MS + 14 * DAY_MS + 12 * 3_600_000),
       seed: 33,
     }),
   ];
   await insertEvents(h.ch, events);
-  await compactSessionDays(h.ch, new Date('2027-01-01T00:00:00Z'));
+  await compactSessionDays(h.ch, new Date(Date.now() + DAY_MS));
   await addGoal('docs', docsGoal, h.json);
   registry = new Registry();
   builder = new SummaryBuilder({
@@ -81,12 +93,13 @@ async function addGoal(name: string, goal: GoalDefinition, json: QueryHarness['j
   return res.body.goalId;
 }
 
-/** The active parts of the rollups' June days (each alone in its partition once compacted). */
-const juneParts = async () =>
+/** The active parts of the rollups' days of data (each alone in its partition once compacted). */
+const dataParts = async () =>
   h.ch.query<{ table: string; part: string }>(
     `SELECT table, name AS part FROM system.parts
      WHERE database = currentDatabase() AND active AND table IN ('sessions', 'session_facts', 'session_paths')
-       AND partition_id BETWEEN '20260601' AND '20260615'`,
+       AND partition_id BETWEEN {first:String} AND {last:String}`,
+    { first: PARTITIONS[0], last: PARTITIONS[1] },
   );
 
 /** Per summarized answer, the parts its stored summaries are of, and for the goals their patterns per part. */
@@ -113,11 +126,13 @@ const metricValue = async (name: string) =>
 const builderReads = () => metricValue('trackhouse_summary_reads_total');
 
 describe.skipIf(TEST_CLICKHOUSE === 'cluster')('the background builder of summaries', () => {
+  // Every summary of fifteen days for every answer: 12-17 s alone on the reference machine, so
+  // a timeout of its own.
   it('summarizes every settled day of its window for every summarized answer, the goals with their patterns', async () => {
     expect(await summaryRows()).toBe(0);
     builder.start();
     await builder.idle();
-    const parts = await juneParts();
+    const parts = await dataParts();
     expect(new Set(parts.map((p) => p.table)).size).toBe(3);
     const held = await stored();
     const missing = SUMMARIZED.flatMap(([parameter, table]) =>
@@ -131,7 +146,7 @@ describe.skipIf(TEST_CLICKHOUSE === 'cluster')('the background builder of summar
     for (const p of parts.filter((x) => x.table === 'session_facts'))
       expect(held.get(`sessions/${p.part}`)).toEqual(['']);
     expect(await builderReads()).toBeGreaterThan(SUMMARIZED.length);
-  });
+  }, 120_000);
 
   it('leaves the reads nothing to build, and their answers equal the reference', async () => {
     const before = await summaryRows();
@@ -176,7 +191,7 @@ describe.skipIf(TEST_CLICKHOUSE === 'cluster')('the background builder of summar
     await addGoal('pricing', pricingGoal, withBuilder);
     await builder.idle();
     const held = await stored();
-    for (const p of (await juneParts()).filter((x) => x.table === 'sessions'))
+    for (const p of (await dataParts()).filter((x) => x.table === 'sessions'))
       expect(held.get(`goals/${p.part}`)).toEqual(
         expect.arrayContaining([pathPatternRegex('/docs/**'), pathPatternRegex('/pricing')]),
       );
@@ -202,7 +217,7 @@ describe.skipIf(TEST_CLICKHOUSE === 'cluster')('the background builder of summar
     await builder.idle();
     expect(await builderReads()).toBeGreaterThan(reads);
     const held = await stored();
-    for (const p of (await juneParts()).filter((x) => x.table === 'session_facts'))
+    for (const p of (await dataParts()).filter((x) => x.table === 'session_facts'))
       expect(held.get(`sessions/${p.part}`)).toEqual(['']);
   });
 
