@@ -49,12 +49,13 @@ function windowEdges(like: StoredEvent): StoredEvent[] {
 
 /**
  * Visitors of February and March 1970: the days before day 64, left out of `visitor_days`,
- * are read from their events.
+ * are read from their events (day 50: one after a range of those days ends).
  */
 function early(like: StoredEvent): StoredEvent[] {
   return [
     [40, 'a'],
     [40, 'b'],
+    [50, 'd'],
     [70, 'b'],
     [70, 'c'],
   ].map(([day, visitor], i) => {
@@ -157,6 +158,7 @@ describe('distinct visitors from the days they have events on', () => {
     ['2026-03-14', '2026-03-14', 'Asia/Kolkata'],
     ['2026-03-14', '2026-03-15', 'America/New_York'],
     ['1970-01-01', '1970-03-31', 'UTC'],
+    ['1970-02-10', '1970-02-10', 'UTC'],
   ])(
     'counts the visitors of a short or early range (%s to %s in %s) as the events do',
     async (startDate, endDate, timeZone) => {

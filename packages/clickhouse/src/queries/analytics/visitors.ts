@@ -39,7 +39,8 @@ export async function rangeVisitors(ch: ClickHouse, siteId: number, common: Comm
   const site = p.bind('UInt32', siteId);
   const dayMs = p.bind('Int64', DAY_MS);
   // The whole UTC days: from the first day starting at or after the range's start (none before
-  // day 64, which the table leaves out) to the day the range's end falls in, excluded.
+  // day 64, which the table leaves out) to the day the range's end falls in, excluded; the
+  // range's other events (all of them when that leaves no day) are read themselves.
   const firstDay = `greatest(intDiv(toUnixTimestamp64Milli(${from}) + ${dayMs} - 1, ${dayMs}), 64)`;
   const endDay = `intDiv(toUnixTimestamp64Milli(${to}), ${dayMs})`;
   const dayStart = (day: string) => `fromUnixTimestamp64Milli(${day} * ${dayMs}, 'UTC')`;
@@ -57,9 +58,8 @@ export async function rangeVisitors(ch: ClickHouse, siteId: number, common: Comm
          AND (block - intDiv(${firstDay}, 32)) % 2 = 0 AND bitAnd(days, ${mask}) != 0
        UNION ALL
        SELECT ${userKey('user_id')} AS k FROM events
-       WHERE site_id = ${site}
-         AND ((timestamp >= ${from} AND timestamp < ${dayStart(firstDay)})
-           OR (timestamp >= ${dayStart(endDay)} AND timestamp < ${to})))`,
+       WHERE site_id = ${site} AND timestamp >= ${from} AND timestamp < ${to}
+         AND (timestamp < ${dayStart(firstDay)} OR timestamp >= ${dayStart(endDay)}))`,
     p.values,
   );
   return Number(row?.users ?? 0);
