@@ -1,5 +1,5 @@
 import { createRoute, z } from '@hono/zod-openapi';
-import { overview, overviewBucketed, previousRange } from '@trackhouse/clickhouse';
+import { comparedOverviews, overview, overviewBucketed, previousRange } from '@trackhouse/clickhouse';
 import { toCommon } from '../../common';
 import { type QueryContext, router } from '../../context';
 import { errors, json, siteIdParam, withCommon } from '../../schemas';
@@ -36,12 +36,7 @@ export function overviewRoutes(ctx: QueryContext) {
         return c.json({ data: await overview(ctx.ch, site.siteId, common) }, 200);
       }
       const before = previousRange(common.startDate, common.endDate);
-      // Both ranges at once: a ClickHouse server runs them side by side (the embedded engine
-      // runs bound queries one at a time, docs/decisions.md).
-      const [data, previous] = await Promise.all([
-        overview(ctx.ch, site.siteId, common),
-        overview(ctx.ch, site.siteId, { ...common, ...before }),
-      ]);
+      const [data, previous] = await comparedOverviews(ctx.ch, site.siteId, common, { ...common, ...before });
       return c.json({ data, previous }, 200);
     },
   );
