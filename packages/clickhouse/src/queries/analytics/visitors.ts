@@ -63,10 +63,12 @@ export async function rangeVisitors(ch: ClickHouse, siteId: number, common: Comm
  * (excluded; SQL expressions of days since 1970, `firstDay < endDay`), the whole UTC days of a
  * range of `localDays` calendar days. Windows start every 32 days and span 64, so every other
  * one, from the first day's, tiles the days; a row's bits of the range's days in its window are
- * `n` of them from bit `lo`. A range of up to 33 local days holds at most 33 whole UTC days (a
- * local day is at most 25 hours), all inside the first day's window: one window whose bits are
- * a constant, which the engine computes once, where the general form computes them for every
- * row (40 against 66 ms over the 30-day bench range at 10 M events, docs/benchmarks.md).
+ * `n` of them from bit `lo`. A range of up to 33 local days is shorter than 34 × 24 hours (the
+ * offset changes inside a month add a few hours, never a day: since 1970 the zones that moved
+ * across the date line skipped a day), so it holds at most 33 whole UTC days, all inside the
+ * first day's window: one window whose bits are a constant, which the engine computes once,
+ * where the general form computes them for every row (40 against 66 ms over the 30-day bench
+ * range at 10 M events, docs/benchmarks.md).
  */
 function windowDays(firstDay: string, endDay: string, localDays: number): string {
   const shifted = (n: string, lo: string) =>
