@@ -210,6 +210,13 @@ describe.skipIf(TEST_CLICKHOUSE === 'cluster')('per-day summaries of the page br
       expect({ parameter, days: await summaryDays(parameter) }).toEqual({ parameter, days: inside });
       expect((await metric(parameter)).body).toEqual(first.body);
     }
+    // The builds' settings held for their own queries: no connection of the pool kept one.
+    for (let i = 0; i < 8; i++) {
+      const [s] = await h.ch.query<{ v: unknown }>(
+        "SELECT toUInt8(getSetting('use_index_for_in_with_subqueries')) AS v",
+      );
+      expect(Number(s?.v)).toBe(1);
+    }
   });
 
   it('reads a day from its summary while the day has one part, and from its sessions once it has another', async () => {
