@@ -210,8 +210,9 @@ describe.skipIf(TEST_CLICKHOUSE === 'cluster')('per-day summaries of the page br
       expect({ parameter, days: await summaryDays(parameter) }).toEqual({ parameter, days: inside });
       expect((await metric(parameter)).body).toEqual(first.body);
     }
-    // The builds' settings held for their own queries: no connection of the pool kept one.
-    for (let i = 0; i < 8; i++) {
+    // The builds' settings held for their own queries: no connection of the pool kept one
+    // (reads take the pool's connections in turn; 16 reads cover the largest pool).
+    for (let i = 0; i < 16; i++) {
       const [s] = await h.ch.query<{ v: unknown }>(
         "SELECT toUInt8(getSetting('use_index_for_in_with_subqueries')) AS v",
       );

@@ -242,8 +242,7 @@ export async function summarizedDays(
        }`,
     q.values,
   );
-  const listed = stored.find((r) => Number(r.totals) === 1);
-  let range: { tz: string; range_days: string[] } | undefined = listed;
+  let range: { tz: string; range_days: string[] } | undefined = stored.find((r) => Number(r.totals) === 1);
   if (!range) {
     const p = new Params();
     [range] = await ch.query<{ tz: string; range_days: string[] }>(
