@@ -234,6 +234,11 @@ export async function benchQuery(args: string[]): Promise<void> {
     const firstPage = await first<{ cursor: { next: string } }>(`/events?${range}&page_size=50`);
     const session = await first<{ data: { session_id: string }[] }>(`/sessions?${range}&limit=1`);
     const user = await first<{ data: { user_id: string }[] }>(`/users?${range}&limit=1`);
+    // The latest visitor is any visitor (most have a few events); the one with the most events
+    // is the profile read that has to visit every part of the table.
+    const heaviest = await first<{ data: { user_id: string }[] }>(
+      `/users?${range}&limit=1&sort=events&order=desc`,
+    );
     // [name, path, target ms unfiltered, target ms filtered (undefined: filters do not apply),
     // a JSON body (sent with POST)]
     const endpoints: [string, string, number, number | undefined, unknown?][] = [
@@ -259,6 +264,7 @@ export async function benchQuery(args: string[]): Promise<void> {
       ['session', `/sessions/${session.data[0]?.session_id}?${range}`, 100, undefined],
       ['users', `/users?${range}`, 100, 300],
       ['user', `/users/${user.data[0]?.user_id}?${range}`, 100, undefined],
+      ['user most events', `/users/${heaviest.data[0]?.user_id}?${range}`, 100, undefined],
       ['live-user-count', `/live-user-count?${range}`, 100, 300],
       ...PRODUCT_BENCH(range),
     ];
