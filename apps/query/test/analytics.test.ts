@@ -491,23 +491,27 @@ describe('one session, one user', () => {
     expect(both.body.totalCount).toBe(2);
   });
 
-  it('answers a user over all time by anonymous or identified id, and 404 USER_NOT_FOUND otherwise', async () => {
-    const anonymous = events.find((e) => e.type === 'pageview' && e.identified_user_id === '')!.user_id;
-    for (const userId of ['member-42', 'aaaaaaaaaaaaaaaa', anonymous]) {
-      const res = await get<{ data: unknown }>(`users/${encodeURIComponent(userId)}`, {
-        startDate: '2020-01-01',
-        endDate: '2020-01-01',
-      });
-      expect(res.status).toBe(200);
-      expect(res.body.data).toEqual(ref.userDetail(events, tenant.siteId, userId));
-    }
-    const identified = await get<{ data: { sessions: number; events: number } }>('users/member-42', {});
-    expect(identified.body.data).toMatchObject({ sessions: 2, events: 4 });
-    for (const userId of ['nobody', 'MEMBER-42', 'member']) {
-      const res = await get<{ code: string }>(`users/${userId}`, {});
-      expect([res.status, res.body.code]).toEqual([404, 'USER_NOT_FOUND']);
-    }
-  });
+  it.each(PATHS)(
+    'answers a user over all time by anonymous or identified id, and 404 USER_NOT_FOUND otherwise: %s',
+    async (_path, json) => {
+      const getUser = getOn(json);
+      const anonymous = events.find((e) => e.type === 'pageview' && e.identified_user_id === '')!.user_id;
+      for (const userId of ['member-42', 'aaaaaaaaaaaaaaaa', anonymous]) {
+        const res = await getUser<{ data: unknown }>(`users/${encodeURIComponent(userId)}`, {
+          startDate: '2020-01-01',
+          endDate: '2020-01-01',
+        });
+        expect(res.status).toBe(200);
+        expect(res.body.data).toEqual(ref.userDetail(events, tenant.siteId, userId));
+      }
+      const identified = await getUser<{ data: { sessions: number; events: number } }>('users/member-42', {});
+      expect(identified.body.data).toMatchObject({ sessions: 2, events: 4 });
+      for (const userId of ['nobody', 'MEMBER-42', 'member']) {
+        const res = await getUser<{ code: string }>(`users/${userId}`, {});
+        expect([res.status, res.body.code]).toEqual([404, 'USER_NOT_FOUND']);
+      }
+    },
+  );
 });
 
 describe('live user count', () => {

@@ -3,12 +3,14 @@ import {
   type CommonParams,
   generateEvents,
   insertEvents,
+  planClickHouseMigrations,
   rng,
   type StoredEvent,
 } from '@trackhouse/clickhouse';
 import { toClickHouseDateTime } from '@trackhouse/core';
 import { updateSiteConfig } from '@trackhouse/postgres';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { CLICKHOUSE_MIGRATIONS } from '../../../test/helpers';
 import { createQueryHarness, type QueryHarness } from './harness';
 import { f, full, query } from './params';
 import * as ref from './product-reference-users';
@@ -302,20 +304,60 @@ describe('users with profiles', () => {
     expect(count({}, { traitKey: 'age', traitValue: '30' })).toBe(0);
   });
 
-  it('answers a user by anonymous, identified or alias-only id, with the profile; 404 otherwise', async () => {
-    const members = [...new Set(events.map((e) => e.identified_user_id).filter(Boolean))].slice(0, 5);
-    const ids = ['alice', 'bobby', 'carol', 'guest-3', anonymous[0]!, anonymous[3]!, ...members];
-    for (const id of ids) {
-      const expected = ref.userDetail(events, profiles, tenant.siteId, id);
-      expect(expected, id).toBeDefined();
+  it.each(PATHS)(
+    'answers a user by anonymous, identified or alias-only id, with the profile; 404 otherwise: %s',
+    async (_path, json) => {
+      const members = [...new Set(events.map((e) => e.identified_user_id).filter(Boolean))].slice(0, 5);
+      const ids = ['alice', 'bobby', 'carol', 'guest-3', anonymous[0]!, anonymous[3]!, ...members];
+      for (const id of ids) {
+        const expected = ref.userDetail(events, profiles, tenant.siteId, id);
+        expect(expected, id).toBeDefined();
+        const res = await get<{ data: unknown }>(`users/${encodeURIComponent(id)}`, {}, {}, tenant.key, json);
+        expect(res.body, id).toEqual({ data: expected });
+      }
+      // bob's visitor is bobby now; dave has no events; mallory is another site's.
+      for (const id of ['bob', 'dave', 'mallory', 'nobody']) {
+        expect(ref.userDetail(events, profiles, tenant.siteId, id)).toBeUndefined();
+        const res = await get<{ code: string }>(`users/${id}`, {}, {}, tenant.key, json);
+        expect([res.status, res.body.code]).toEqual([404, 'USER_NOT_FOUND']);
+      }
+    },
+  );
+
+  it("stores by the migration's backfill what the view stores, and running it again changes nothing", async () => {
+    // Per id and kind: the sets as sorted text, so rows of several parts compare as one.
+    const stored = () =>
+      h.ch.query<Record<string, string>>(
+        `SELECT id, kind, toString(min(first_seen)) AS first, toString(max(last_seen)) AS last,
+           toString(max(latest)) AS latest, toString(max(identified)) AS identified,
+           toString(arraySort(groupUniqArrayArray(session_ids))) AS sessions,
+           toString(arraySort(groupUniqArrayArray(pageview_ids))) AS pageviews,
+           toString(arraySort(groupUniqArrayArray(other_ids))) AS others
+         FROM user_activity WHERE site_id = {s:UInt32} GROUP BY id, kind ORDER BY id, kind`,
+        { s: tenant.siteId },
+      );
+    const viewed = await stored();
+    // Every kind is there: anonymous ids with and without an identified id, identified ids.
+    expect(new Set(viewed.map((r) => Number(r.kind)))).toEqual(new Set([0, 1, 2]));
+    const [migration] = (await planClickHouseMigrations(CLICKHOUSE_MIGRATIONS, h.ch.cluster)).filter((m) =>
+      m.file.startsWith('0010_'),
+    );
+    const backfill = migration!.statements.filter((s) => /^INSERT\s/i.test(s));
+    expect(backfill).toHaveLength(1);
+    await h.ch.command(
+      h.ch.cluster
+        ? `DELETE FROM user_activity_local ON CLUSTER ${h.ch.cluster} WHERE site_id = ${tenant.siteId}`
+        : 'DELETE FROM user_activity WHERE site_id = {s:UInt32}',
+      { s: tenant.siteId },
+    );
+    expect(await stored()).toEqual([]);
+    await h.ch.command(backfill[0]!);
+    expect(await stored()).toEqual(viewed);
+    await h.ch.command(backfill[0]!);
+    expect(await stored()).toEqual(viewed);
+    for (const id of ['alice', 'bobby', anonymous[0]!]) {
       const res = await get<{ data: unknown }>(`users/${encodeURIComponent(id)}`);
-      expect(res.body, id).toEqual({ data: expected });
-    }
-    // bob's visitor is bobby now; dave has no events; mallory is another site's.
-    for (const id of ['bob', 'dave', 'mallory', 'nobody']) {
-      expect(ref.userDetail(events, profiles, tenant.siteId, id)).toBeUndefined();
-      const res = await get<{ code: string }>(`users/${id}`);
-      expect([res.status, res.body.code]).toEqual([404, 'USER_NOT_FOUND']);
+      expect(res.body, id).toEqual({ data: ref.userDetail(events, profiles, tenant.siteId, id) });
     }
   });
 });

@@ -179,6 +179,7 @@ const SITE_TABLES = [
   'session_replay',
   'metric_summaries',
   'visitor_days',
+  'user_activity',
 ];
 
 /**

@@ -455,9 +455,26 @@ async function listUsersFromSessions(
 }
 
 /**
+ * USER_FIELDS (and `n`, the events) over the rows of `user_activity`: the union of their id sets
+ * counts each event and session once, however many rows (kinds, parts, shards) hold it.
+ */
+const ACTIVITY_FIELDS = [
+  'length(groupUniqArrayArray(pageview_ids)) AS u_pageviews',
+  'u_pageviews + length(groupUniqArrayArray(other_ids)) AS u_events',
+  'u_events AS n',
+  'length(groupUniqArrayArray(session_ids)) AS u_sessions',
+  `tupleElement(max(latest), 'user_id') AS u_user_id`,
+  `tupleElement(max(identified), 'identified_user_id') AS u_identified_user_id`,
+  'toString(min(first_seen)) AS u_first_seen',
+  'toString(max(last_seen)) AS u_last_seen',
+  ...LATEST_EVENT_FIELDS.map((f) => `tupleElement(max(latest), '${f}') AS u_${f}`),
+].join(',\n  ');
+
+/**
  * SPEC 13 `users/:userId`: every event of all time whose anonymous or identified id is exactly
  * `userId` (as the `user_id` filter matches), and the events without an identified id of the
  * visitors whose current alias is `userId`; attributes from the latest. Undefined when none.
+ * With rollups, from the ids' rows in `user_activity` (migration 0010), else from the events.
  */
 export async function getUser(
   ch: ClickHouse,
@@ -465,19 +482,19 @@ export async function getUser(
   userId: string,
   profiles = true,
 ): Promise<TrafficUser | undefined> {
-  const aliased = await aliasedVisitors(ch, siteId, [userId]);
+  const aliased = (await aliasedVisitors(ch, siteId, [userId])).map((a) => a.au);
   const p = new Params();
+  const site = p.bind('UInt32', siteId);
   const id = p.bind('String', userId);
-  const viaAlias =
-    aliased.length === 0
-      ? ''
-      : ` OR (identified_user_id = '' AND user_id IN ${p.bind(
-          'Array(String)',
-          aliased.map((a) => a.au),
-        )})`;
+  const list = aliased.length === 0 ? undefined : p.bind('Array(String)', aliased);
   const [row] = await ch.query<UserRow & { n: number }>(
-    `SELECT count() AS n, ${USER_FIELDS} FROM events
-     WHERE site_id = ${p.bind('UInt32', siteId)} AND (user_id = ${id} OR identified_user_id = ${id}${viaAlias})`,
+    ch.rollups !== false
+      ? `SELECT ${ACTIVITY_FIELDS} FROM user_activity
+         WHERE site_id = ${site} AND (id = ${id}${list ? ` OR (kind = 0 AND id IN ${list})` : ''})`
+      : `SELECT count() AS n, ${USER_FIELDS} FROM events
+         WHERE site_id = ${site} AND (user_id = ${id} OR identified_user_id = ${id}${
+           list ? ` OR (identified_user_id = '' AND user_id IN ${list})` : ''
+         })`,
     p.values,
   );
   if (!row || row.n === 0) return undefined;
