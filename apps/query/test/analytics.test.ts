@@ -285,6 +285,42 @@ describe.each(PATHS)('traffic analytics against a brute-force computation: %s', 
   });
 });
 
+describe('buckets of whole quarter hours (summaries per quarter hour, visitors by quarter hour)', () => {
+  // Offsets of 5:45, 5:30 and 9:30/10:30 (Adelaide's change on April 5) and Berlin's change on
+  // March 29: each bucket a run of whole UTC quarter hours, none of a whole UTC hour or day.
+  const ZONES = ['Asia/Kathmandu', 'Asia/Kolkata', 'Australia/Adelaide', 'Europe/Berlin'];
+  const range = { startDate: '2026-03-20', endDate: '2026-04-05' };
+
+  it.each(ZONES)(
+    '%s: day, hour and week buckets equal the reference before and after the days are summarized',
+    async (timeZone) => {
+      const s = { ...range, timeZone };
+      const summarized = async () => {
+        const [row] = await h.ch.query<{ n: number }>(
+          `SELECT countDistinct(partition) AS n FROM metric_summaries
+         WHERE site_id = {s:UInt32} AND parameter = 'quarters' AND totals = 1`,
+          { s: tenant.siteId },
+        );
+        return Number(row?.n ?? 0);
+      };
+      // Each read builds a week of the range's settled days at most: three reads summarize them.
+      for (let read = 0; read < 3; read++) {
+        for (const bucket of ['day', 'hour', 'week'] as const) {
+          const res = await get<{ data: unknown[] }>('overview-bucketed', s, { bucket });
+          expect({ read, bucket, data: res.body.data }).toEqual({
+            read,
+            bucket,
+            data: ref.overviewBucketed(selectionOf(s), full(s), bucket, Date.now()),
+          });
+        }
+      }
+      // Summaries of whole UTC days, on a cluster none (parts are per shard).
+      if (h.ch.cluster) expect(await summarized()).toBe(0);
+      else expect(await summarized()).toBeGreaterThan(10);
+    },
+  );
+});
+
 describe('users list where one visitor holds the latest sessions', () => {
   it('ranks every visitor when the leading sessions hold too few of them', async () => {
     // The 150 sessions ending last all belong to one visitor: the first page by last_seen is that

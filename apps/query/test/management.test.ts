@@ -255,6 +255,11 @@ describe('sites', () => {
       'user_profiles',
       'user_aliases',
       'session_replay',
+      'session_facts',
+      'session_paths',
+      'visitor_days',
+      'user_activity',
+      'visitor_quarters',
     ];
     for (const table of derived) expect(await count(t.siteId, table), table).toBeGreaterThan(0);
     const res = await h.json(`/api/sites/${t.siteId}`, { key: t.key, method: 'DELETE' });

@@ -250,4 +250,40 @@ describe('distinct visitors from the days they have events on', () => {
       ref.overview(ref.selection(events, tenant.siteId, full(range))),
     );
   });
+  it("stores by visitor_quarters' backfill what its view stores, and running it again changes nothing", async () => {
+    const stored = () =>
+      h.ch.query<{ quarter: number; keys: string }>(
+        `SELECT quarter, toString(arraySort(groupUniqArray(user_key))) AS keys FROM visitor_quarters
+         WHERE site_id = {s:UInt32} GROUP BY quarter ORDER BY quarter`,
+        { s: tenant.siteId },
+      );
+    const viewed = await stored();
+    // One row per visitor and quarter hour of its events, as the reference has them.
+    const expected = new Map<number, Set<string>>();
+    for (const e of events) {
+      const quarter = Math.floor(Date.parse(`${e.timestamp.replace(' ', 'T')}Z`) / 900_000);
+      const keys = expected.get(quarter) ?? new Set();
+      keys.add(BigInt(`0x${e.user_id}`).toString());
+      expected.set(quarter, keys);
+    }
+    expect(viewed.map((r) => [Number(r.quarter), JSON.parse(r.keys).map(String).sort()])).toEqual(
+      [...expected.entries()].sort((a, b) => a[0] - b[0]).map(([q, keys]) => [q, [...keys].sort()]),
+    );
+    const [migration] = (await planClickHouseMigrations(CLICKHOUSE_MIGRATIONS, h.ch.cluster)).filter((m) =>
+      m.file.startsWith('0011_'),
+    );
+    const backfill = migration!.statements.filter((s) => /^INSERT\s/i.test(s));
+    expect(backfill).toHaveLength(1);
+    await h.ch.command(
+      h.ch.cluster
+        ? `DELETE FROM visitor_quarters_local ON CLUSTER ${h.ch.cluster} WHERE site_id = ${tenant.siteId}`
+        : 'DELETE FROM visitor_quarters WHERE site_id = {s:UInt32}',
+      { s: tenant.siteId },
+    );
+    expect(await stored()).toEqual([]);
+    await h.ch.command(backfill[0]!);
+    expect(await stored()).toEqual(viewed);
+    await h.ch.command(backfill[0]!);
+    expect(await stored()).toEqual(viewed);
+  });
 });

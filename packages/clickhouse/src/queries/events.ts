@@ -180,6 +180,7 @@ const SITE_TABLES = [
   'metric_summaries',
   'visitor_days',
   'user_activity',
+  'visitor_quarters',
 ];
 
 /**

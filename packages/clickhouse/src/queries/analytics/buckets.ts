@@ -8,8 +8,10 @@ import {
   type TrafficSummary,
 } from './overview';
 import { keyInRange, keyMs, pathRows } from './paths';
+import { type BucketRange, bucketOfQuarter, bucketVisitors, quarterDays, quartersApply } from './quarters';
 import { readRollup, rollupApplies, rollupSessionRows, rollupSessionsApply, type Settled } from './rollup';
 import { countedSessions, daysBetween, isoFromSeconds } from './shared';
+import { inPartitions } from './summaries';
 
 export const BUCKETS = ['minute', 'five_minutes', 'fifteen_minutes', 'hour', 'day', 'week', 'month'] as const;
 export type Bucket = (typeof BUCKETS)[number];
@@ -83,16 +85,20 @@ export async function overviewBucketed(
 ): Promise<BucketedResult> {
   if (exceedsBucketLimit(common, bucket)) return { ok: false };
   const closed = common.startDate !== undefined && common.endDate !== undefined;
-  let starts = closed ? await listBuckets(ch, common, bucket) : undefined;
+  const range = closed ? await bucketStarts(ch, common, bucket) : undefined;
+  let starts = range?.starts;
   if (starts && starts.length > MAX_BUCKETS) return { ok: false };
 
   // Measured at 10 M events (docs/benchmarks.md): day buckets 2× faster from the rollups, hour
   // buckets too now that the sessions spanning buckets (one in eight for hours) are taken apart
-  // from their keys in `session_paths` rather than their events.
+  // from their keys in `session_paths` rather than their events; buckets of whole quarter hours
+  // from the summaries of settled days and the visitors' quarter hours (quarters.ts).
   // Filtered, the counted sessions from the rollup too (two thirds of the time of grouping the
   // events, docs/benchmarks.md).
   const { events, sessions } = rollupApplies(ch, common)
-    ? await readRollup(ch, (settled) => rollupBuckets(ch, siteId, common, bucket, settled))
+    ? quartersApply(bucket, range)
+      ? await quarterBuckets(ch, siteId, common, bucket, range)
+      : await readRollup(ch, (settled) => rollupBuckets(ch, siteId, common, bucket, settled))
     : rollupSessionsApply(ch)
       ? await readRollup(ch, (settled) => matchedBuckets(ch, siteId, common, bucket, settled))
       : await scannedBuckets(ch, siteId, common, bucket);
@@ -196,6 +202,7 @@ async function rollupBuckets(
   common: CommonParams,
   bucket: Bucket,
   settled: Settled | undefined,
+  { paths, restrict }: { paths?: { settled: Settled | undefined }; restrict?: (p: Params) => string } = {},
 ): Promise<BucketCounts> {
   const p = new Params();
   const rows = await rollupSessionRows(
@@ -205,6 +212,7 @@ async function rollupBuckets(
     common,
     ['start', 'end', 'pageviews', 'ms', 'user_key'],
     settled,
+    { restrict },
   );
   const tz = p.bind('String', common.timeZone);
   const at = (t: string) => `toUnixTimestamp(${BUCKET_START[bucket](t, tz)})`;
@@ -221,6 +229,7 @@ async function rollupBuckets(
       () => 'user_key, page_keys, event_keys, other_keys',
       settledPaths,
       `${at('session_start')} != ${at('session_end')}`,
+      restrict,
     );
     return `SELECT b, k, countEqual(c_pages, b) AS pv FROM (
         SELECT user_key AS k, ${bucketsOf('page_keys')} AS c_pages,
@@ -231,11 +240,9 @@ async function rollupBuckets(
   };
   // Per bucket, the events' pageviews and visitors (`e_`: a session's own when it lies in one
   // bucket, else its keys') beside the totals of the sessions starting there.
-  const counted = await readRollup(
-    ch,
-    (settledPaths) =>
-      ch.query<EventRow & SessionTotals>(
-        `SELECT b, sum(e_pv) AS pageviews, uniqExactIf(k, e_visitor) AS users,
+  const read = (settledPaths: Settled | undefined) =>
+    ch.query<EventRow & SessionTotals & { b: number }>(
+      `SELECT b, sum(e_pv) AS pageviews, uniqExactIf(k, e_visitor) AS users,
            sum(started) AS sessions, sum(s_pv) AS session_pageviews,
            countIf(started = 1 AND s_pv = 1) AS bounces, sum(s_ms) AS duration_ms
          FROM (
@@ -247,11 +254,78 @@ async function rollupBuckets(
            SELECT b, k, pv AS e_pv, 1 AS e_visitor, 0 AS started, 0 AS s_pv, 0 AS s_ms
            FROM (${spanning(settledPaths)}))
          GROUP BY b`,
-        p.values,
-      ),
+      p.values,
+    );
+  const counted = paths ? await read(paths.settled) : await readRollup(ch, read, 'session_paths');
+  return { events: counted, sessions: counted };
+}
+
+/**
+ * BucketCounts of an unfiltered range whose buckets are runs of whole quarter hours
+ * (quartersApply): the settled days whose sessions lie in the range from their summaries per
+ * quarter hour, the other days' sessions as rollupBuckets reads them, and every bucket's
+ * visitors from `visitor_quarters` (quarters.ts).
+ */
+async function quarterBuckets(
+  ch: ClickHouse,
+  siteId: number,
+  common: CommonParams,
+  bucket: Bucket,
+  range: BucketRange,
+): Promise<BucketCounts> {
+  // The visitors' read is sent first: a server runs it beside the sessions' reads (the embedded
+  // engine runs bound queries one at a time, docs/decisions.md). Its failure is taken where it
+  // is awaited (a handler attached now keeps it from counting as unhandled if another fails
+  // first).
+  const visitors = bucketVisitors(ch, siteId, range, (p, t) =>
+    BUCKET_START[bucket](t, p.bind('String', common.timeZone)),
+  );
+  visitors.catch(() => {});
+  const { live, days } = await readRollup(
+    ch,
+    async (paths) => {
+      const days = await quarterDays(ch, siteId, common, paths);
+      const restrict = days && ((q: Params) => inPartitions(q, days.partitions, true));
+      const live = await readRollup(ch, (facts) =>
+        rollupBuckets(ch, siteId, common, bucket, facts, { paths: { settled: paths }, restrict }),
+      );
+      return { live, days };
+    },
     'session_paths',
   );
-  return { events: counted, sessions: counted };
+  const users = await visitors;
+  const rows = new Map<number, EventRow & SessionTotals & { b: number }>();
+  const rowOf = (b: number) => {
+    let row = rows.get(b);
+    if (!row) {
+      row = { b, pageviews: 0, users: 0, sessions: 0, session_pageviews: 0, bounces: 0, duration_ms: 0 };
+      rows.set(b, row);
+    }
+    return row;
+  };
+  for (const r of live.sessions) {
+    const row = rowOf(Number(r.b));
+    row.sessions += Number(r.sessions);
+    row.session_pageviews += Number(r.session_pageviews);
+    row.bounces += Number(r.bounces);
+    row.duration_ms += Number(r.duration_ms);
+  }
+  for (const r of live.events) rowOf(Number(r.b)).pageviews += Number(r.pageviews);
+  const bucketOf = bucketOfQuarter(range);
+  for (const c of days?.counts.byValue.values() ?? []) {
+    const b = bucketOf(Number(c.v));
+    // A summarized day's sessions lie in the range, and so do their quarter hours.
+    if (b === undefined) throw new Error(`quarter ${c.v} of a summarized day is outside the range`);
+    const row = rowOf(b);
+    row.sessions += c.n_sessions;
+    row.session_pageviews += c.n_events;
+    row.bounces += c.bounces;
+    row.duration_ms += c.top_ms;
+    row.pageviews += c.top_n;
+  }
+  for (const [b, n] of users) rowOf(b).users = n;
+  const all = [...rows.values()];
+  return { events: all, sessions: all };
 }
 
 /**
@@ -268,7 +342,20 @@ async function listBuckets(
   bucket: Bucket,
   seen: number[] = [],
 ): Promise<number[]> {
-  if (common.startDate === undefined && seen.length === 0) return [];
+  return (await bucketStarts(ch, common, bucket, seen)).starts;
+}
+
+/**
+ * listBuckets, with the instants (epoch seconds) the buckets are listed between: the first, and
+ * the one after the last.
+ */
+async function bucketStarts(
+  ch: ClickHouse,
+  common: CommonParams,
+  bucket: Bucket,
+  seen: number[] = [],
+): Promise<BucketRange> {
+  if (common.startDate === undefined && seen.length === 0) return { from: 0, to: 0, starts: [] };
   const open = {
     first: common.startDate === undefined ? Math.min(...seen) : undefined,
     last: common.endDate === undefined ? Math.max(Math.floor(Date.now() / 1000), ...seen) : undefined,
@@ -279,15 +366,20 @@ async function listBuckets(
     `toUInt32(toUnixTimestamp(toDateTime(${p.bind('String', `${date} 00:00:00`)}, ${tz})))`;
   const from = common.startDate ? midnight(common.startDate) : p.bind('UInt32', open.first ?? 0);
   const to = common.endDate ? `(${midnight(nextDay(common.endDate))} - 1)` : p.bind('UInt32', open.last ?? 0);
-  const rows = await ch.query<{ b: number }>(
-    `SELECT DISTINCT toUnixTimestamp(${BUCKET_START[bucket]("toDateTime(x, 'UTC')", tz)}) AS b
+  const rows = await ch.query<{ b: number; r_from: number; r_to: number }>(
+    `SELECT DISTINCT toUnixTimestamp(${BUCKET_START[bucket]("toDateTime(x, 'UTC')", tz)}) AS b,
+       ${from} AS r_from, toUInt32(${to}) + 1 AS r_to
      FROM (SELECT arrayJoin(arrayConcat(range(${from}, toUInt32(${to}), ${p.bind('UInt32', SAMPLE_STEP_S[bucket])}), [toUInt32(${to})])) AS x)
      WHERE x >= ${from}
      ORDER BY b
      LIMIT ${p.bind('UInt32', MAX_BUCKETS + 1)}`,
     p.values,
   );
-  return rows.map((r) => r.b);
+  return {
+    from: Number(rows[0]?.r_from ?? 0),
+    to: Number(rows[0]?.r_to ?? 0),
+    starts: rows.map((r) => Number(r.b)),
+  };
 }
 
 /**

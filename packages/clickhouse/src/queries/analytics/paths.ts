@@ -47,7 +47,8 @@ export function keyInRange(p: Params, common: CommonParams): (key: string) => st
 /**
  * Rows of `session_paths` for the sessions that may have events in the range (their first event
  * before its end, their last from its start), each session once. `select(final)` and `prewhere`
- * as fromRollup. Call within readRollup(…, 'session_paths').
+ * as fromRollup; `restrict`, a condition on the rows (summarized partitions left out). Call
+ * within readRollup(…, 'session_paths').
  */
 export function pathRows(
   p: Params,
@@ -56,12 +57,14 @@ export function pathRows(
   select: (final: boolean) => string,
   settled: Settled | undefined,
   prewhere?: string,
+  restrict?: (p: Params) => string,
 ): string {
   const { from, to } = rangeBounds(p, common);
   const where = [
     `site_id = ${p.bind('UInt32', siteId)}`,
     ...(to ? [`session_start < ${to}`] : []),
     ...(from ? [`session_end >= ${from}`] : []),
+    ...(restrict ? [restrict(p)] : []),
   ].join(' AND ');
   return fromRollup(p, where, select, settled, 'session_paths', prewhere);
 }

@@ -23,9 +23,9 @@ export type KeyedParameter = 'pathname' | 'entry_page' | 'exit_page' | 'event_na
 /**
  * Answers with summaries: the keyed breakdowns, the session attributes (from `session_facts`),
  * page titles and hostnames (read from the events), the goal list's sessions and path-goal
- * conversions (`goals`: one value per goal's pattern), and the session totals of the overview
+ * conversions (`goals`: one value per goal's pattern), the session totals of the overview
  * and the sessions list's count (`sessions`: one value, the empty one, overview.ts
- * sessionTotalDays).
+ * sessionTotalDays), and the buckets' counts per UTC quarter hour (`quarters`, quarters.ts).
  */
 export type SummarizedParameter =
   | KeyedParameter
@@ -33,7 +33,8 @@ export type SummarizedParameter =
   | 'page_title'
   | 'hostname'
   | 'goals'
-  | 'sessions';
+  | 'sessions'
+  | 'quarters';
 
 /** A value's counts: sums over disjoint sets of sessions add up. */
 export interface ValueCounts {

@@ -1,6 +1,7 @@
 import type { ClickHouse } from '../../client';
 import type { CommonParams } from '../builder';
 import { type GoalDefinition, goalStats, pathPatternRegex } from '../goals';
+import { overviewBucketed } from './buckets';
 import { metric } from './metric';
 import { type SessionRollup, settledParts } from './rollup';
 import { listSessions } from './sessions';
@@ -27,6 +28,7 @@ const SUMMARIZED: [SummarizedParameter, SessionRollup][] = [
   ['hostname', 'session_paths'],
   ...SESSION_ATTRIBUTES.map((a): [SummarizedParameter, SessionRollup] => [a, 'session_facts']),
   ['sessions', 'session_facts'],
+  ['quarters', 'session_paths'],
   ['goals', 'sessions'],
 ];
 
@@ -85,7 +87,9 @@ export async function buildSummaries(
       ? goalStats(ch, siteId, common, options.pathGoals ?? [])
       : parameter === 'sessions'
         ? listSessions(ch, siteId, common, { limit: 1, offset: 0 })
-        : metric(ch, siteId, common, parameter, { limit: 1, offset: 0 });
+        : parameter === 'quarters'
+          ? overviewBucketed(ch, siteId, common, 'day')
+          : metric(ch, siteId, common, parameter, { limit: 1, offset: 0 });
   for (const [parameter] of SUMMARIZED) {
     if (!missing.has(parameter) || (parameter === 'goals' && patterns.length === 0)) continue;
     // Each read builds a week of days at most: read until one stores nothing.

@@ -1,0 +1,150 @@
+import type { ClickHouse } from '../../client';
+import { type CommonParams, Params } from '../builder';
+import { keyMs } from './paths';
+import type { Settled } from './rollup';
+import { type KeyedCounts, settledPartsQuery, summarizedDays, type ValueCounts } from './summaries';
+
+/**
+ * Unfiltered buckets from quarter hours (docs/decisions.md): a bucket of fifteen minutes or
+ * more, in a zone whose offsets are whole quarter hours, is a run of whole UTC quarter hours.
+ * Its distinct visitors are then those of its quarter hours in `visitor_quarters` (migration
+ * 0011), and the sessions of a settled day lying wholly in the range add up per quarter hour
+ * from that day's summary (`quarters`, summaries.ts).
+ */
+
+const QUARTER_S = 900;
+
+/** A closed range's instants (epoch seconds: its start, and the instant after its end) and bucket starts. */
+export interface BucketRange {
+  from: number;
+  to: number;
+  starts: number[];
+}
+
+/** Buckets the quarter hours serve: those of fifteen minutes or longer. */
+const QUARTERED = new Set(['fifteen_minutes', 'hour', 'day', 'week', 'month']);
+
+/**
+ * Whether the buckets of a closed range are runs of whole quarter hours: the range's bounds and
+ * every bucket's start fall on one (a week or month bucket may start before the range).
+ */
+export const quartersApply = (bucket: string, range: BucketRange | undefined): range is BucketRange =>
+  range !== undefined &&
+  QUARTERED.has(bucket) &&
+  [range.from, range.to, ...range.starts].every((s) => s % QUARTER_S === 0);
+
+/**
+ * The bucket (its start) holding each quarter hour of the range, by binary search over the
+ * starts, which are sorted and aligned.
+ */
+export function bucketOfQuarter(range: BucketRange): (quarter: number) => number | undefined {
+  return (quarter) => {
+    const t = quarter * QUARTER_S;
+    if (t < range.from || t >= range.to) return undefined;
+    let lo = 0;
+    let hi = range.starts.length - 1;
+    while (lo < hi) {
+      const mid = (lo + hi + 1) >> 1;
+      if (range.starts[mid]! <= t) lo = mid;
+      else hi = mid - 1;
+    }
+    return range.starts[lo];
+  };
+}
+
+/**
+ * Distinct visitors per bucket (start, epoch seconds) of a range's events, unfiltered: the keys
+ * of `visitor_quarters` in the range's quarter hours, each quarter hour mapped to its bucket by
+ * `bucketStart` (the same function the other counts use), computed once per quarter hour of the
+ * range rather than per row.
+ */
+export async function bucketVisitors(
+  ch: ClickHouse,
+  siteId: number,
+  range: BucketRange,
+  bucketStart: (p: Params, time: string) => string,
+): Promise<Map<number, number>> {
+  const p = new Params();
+  const q0 = p.bind('UInt32', range.from / QUARTER_S);
+  const q1 = p.bind('UInt32', range.to / QUARTER_S);
+  const rows = await ch.query<{ b: number; users: number }>(
+    `WITH arrayMap(q -> toUnixTimestamp(${bucketStart(p, `toDateTime(q * ${QUARTER_S}, 'UTC')`)}), range(${q0}, ${q1})) AS bucket_of
+     SELECT bucket_of[quarter - ${q0} + 1] AS b, uniqExact(user_key) AS users
+     FROM visitor_quarters
+     WHERE site_id = ${p.bind('UInt32', siteId)} AND quarter >= ${q0} AND quarter < ${q1}
+     GROUP BY b`,
+    p.values,
+  );
+  return new Map(rows.map((r) => [Number(r.b), Number(r.users)]));
+}
+
+/**
+ * The settled days of an unfiltered range whose sessions lie wholly in it, summarized per UTC
+ * quarter hour (the `quarters` summaries of `session_paths`, whole partitions): for each quarter
+ * hour, the sessions starting in it (`n_sessions`) with their pageviews (`n_events`), bounces and
+ * durations in milliseconds (`top_ms`), and the pageviews in it (`top_n`). Undefined when none
+ * apply. Call within readRollup(…, 'session_paths'), which gives `settled`.
+ */
+export function quarterDays(
+  ch: ClickHouse,
+  siteId: number,
+  common: CommonParams,
+  settled: Settled | undefined,
+): ReturnType<typeof summarizedDays> {
+  return summarizedDays(
+    ch,
+    siteId,
+    common,
+    'quarters',
+    settled,
+    async (days, parts) => {
+      const p = new Params();
+      const quarterOf = (ms: string) => `toString(intDiv(${ms}, ${QUARTER_S * 1000}))`;
+      const ms = 'toUnixTimestamp64Milli(session_end) - toUnixTimestamp64Milli(session_start)';
+      // Each session once under the quarter hour it starts in, each pageview under its own.
+      const rows = await ch.query<ValueCounts & { day: string }>(
+        `SELECT day, v, sum(n_sessions) AS n_sessions, sum(n_events) AS n_events, sum(bounces) AS bounces,
+           sum(top_ms) AS top_ms, sum(top_n) AS top_n
+         FROM (
+           ${settledPartsQuery(
+             p,
+             'session_paths',
+             siteId,
+             parts,
+             `${quarterOf('toUnixTimestamp64Milli(session_start)')} AS v, count() AS n_sessions,
+              sum(page_keys.size0) AS n_events, countIf(page_keys.size0 = 1) AS bounces,
+              sum(${ms}) AS top_ms, 0 AS top_n`,
+             'v',
+           )}
+           UNION ALL
+           SELECT day, v, 0, 0, 0, 0, count() FROM (
+             SELECT _partition_id AS day, ${quarterOf(keyMs('k'))} AS v FROM session_paths
+             ARRAY JOIN page_keys AS k
+             WHERE site_id = ${p.bind('UInt32', siteId)} AND _part IN ${p.bind('Array(String)', parts)})
+           GROUP BY day, v)
+         GROUP BY day, v`,
+        p.values,
+      );
+      const byDay = new Map<number, KeyedCounts>(
+        days.map((day) => [day, { byValue: new Map(), all_sessions: 0, all_events: 0 }]),
+      );
+      for (const r of rows) {
+        const counts = byDay.get(Number(r.day));
+        if (!counts) continue;
+        const v: ValueCounts = {
+          v: r.v,
+          n_sessions: Number(r.n_sessions),
+          n_events: Number(r.n_events),
+          bounces: Number(r.bounces),
+          top_ms: Number(r.top_ms),
+          top_n: Number(r.top_n),
+        };
+        counts.byValue.set(r.v, v);
+        counts.all_sessions += v.n_sessions;
+        counts.all_events += v.top_n;
+      }
+      return byDay;
+    },
+    { table: 'session_paths' },
+  );
+}
