@@ -365,22 +365,26 @@ function keyedPageValues(
     ? `SELECT * FROM (${paths}) AS s
       INNER JOIN (${matchedSessions(p, siteId, common, undefined, matched)}) AS m USING session_id`
     : paths;
-  const sessions = `SELECT session_id, ${byDay ? PARTITION_DAY : '0'} AS m_day,
+  // One level of subquery per step: an alias is expanded into every expression that uses it,
+  // so one flat SELECT of these chained arrays took the engine 30-40 ms to plan (docs/benchmarks.md).
+  const keys = `SELECT session_id, m_day,
+      arrayFilter((x, f) -> ${inRange('x')}, m_all, m_flags) AS m_k,
+      arrayFilter((f, x) -> ${inRange('x')}, m_flags, m_all) AS m_f
+    FROM (SELECT session_id, ${byDay ? PARTITION_DAY : '0'} AS m_day,
       arrayConcat(page_keys, event_keys, other_keys) AS m_all,
       arrayConcat(arrayMap(x -> ${pageFlag}, page_keys), arrayMap(x -> toUInt8(0), event_keys),
-        arrayMap(x -> toUInt8(0), other_keys)) AS m_flags,
-      arrayFilter((x, f) -> ${inRange('x')}, m_all, m_flags) AS m_k,
-      arrayFilter((f, x) -> ${inRange('x')}, m_flags, m_all) AS m_f,
-      arraySort(m_k) AS m_ks,
-      arraySort((f, x) -> x, m_f, m_k) AS m_fs,
-      arrayMap(x -> toInt64(${keyMs('x')}), m_ks) AS m_ms,
-      length(arrayDistinct(m_ms)) < length(m_ms) AS m_tied,
-      ${pages},
-      if(m_tied, [], arrayMap(j -> ${keyHash('m_ks[j]')}, m_pj)) AS m_hs,
-      if(m_tied, [], arrayMap(j -> if(j < length(m_ks), m_ms[j + 1] - m_ms[j], -1), m_pj)) AS m_gaps,
-      arrayCount(f -> f > 0, m_fs) AS m_pvs
-    FROM (${rows})
+        arrayMap(x -> toUInt8(0), other_keys)) AS m_flags
+      FROM (${rows}))
     WHERE length(m_k) > 0`;
+  const sorted = `SELECT session_id, m_day, m_ks, m_fs, m_ms, length(arrayDistinct(m_ms)) < length(m_ms) AS m_tied,
+      ${pages}, arrayCount(f -> f > 0, m_fs) AS m_pvs
+    FROM (SELECT session_id, m_day, arraySort(m_k) AS m_ks, arraySort((f, x) -> x, m_f, m_k) AS m_fs,
+      arrayMap(x -> toInt64(${keyMs('x')}), arraySort(m_k)) AS m_ms
+      FROM (${keys}))`;
+  const sessions = `SELECT session_id, m_day, m_ms, m_tied, m_pvs,
+      if(m_tied, [], arrayMap(j -> ${keyHash('m_ks[j]')}, m_pj)) AS m_hs,
+      if(m_tied, [], arrayMap(j -> if(j < length(m_ks), m_ms[j + 1] - m_ms[j], -1), m_pj)) AS m_gaps
+    FROM (${sorted})`;
   const [counts, sessionsOf, eventsOf] = perPage
     ? [
         `countIf(k = 1) AS n_sessions, countIf(i > 0) AS n_events, countIf(k = 1 AND m_pvs = 1) AS bounces`,
