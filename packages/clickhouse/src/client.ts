@@ -55,7 +55,8 @@ export type ClickHouseOptions =
 /**
  * The ClickHouse handle every package uses. `writer` takes inserts and DDL; reads go through
  * `reader()`, which spreads them over a small pool (the embedded engine runs one call at a
- * time per connection; the HTTP client pools sockets itself).
+ * time per connection; the HTTP client pools sockets itself). On the embedded engine, calls that
+ * bind parameters also run one at a time across the pool (its binding chains them, README).
  */
 export interface ClickHouse {
   readonly kind: 'server' | 'embedded';
