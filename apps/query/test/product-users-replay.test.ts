@@ -3,14 +3,13 @@ import {
   type CommonParams,
   generateEvents,
   insertEvents,
-  planClickHouseMigrations,
   rng,
   type StoredEvent,
 } from '@trackhouse/clickhouse';
 import { toClickHouseDateTime } from '@trackhouse/core';
 import { updateSiteConfig } from '@trackhouse/postgres';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { CLICKHOUSE_MIGRATIONS } from '../../../test/helpers';
+import { expectBackfillAsView } from './backfill';
 import { createQueryHarness, type QueryHarness } from './harness';
 import { f, full, query } from './params';
 import * as ref from './product-reference-users';
@@ -336,25 +335,14 @@ describe('users with profiles', () => {
          FROM user_activity WHERE site_id = {s:UInt32} GROUP BY id, kind ORDER BY id, kind`,
         { s: tenant.siteId },
       );
-    const viewed = await stored();
     // Every kind is there: anonymous ids with and without an identified id, identified ids.
-    expect(new Set(viewed.map((r) => Number(r.kind)))).toEqual(new Set([0, 1, 2]));
-    const [migration] = (await planClickHouseMigrations(CLICKHOUSE_MIGRATIONS, h.ch.cluster)).filter((m) =>
-      m.file.startsWith('0010_'),
-    );
-    const backfill = migration!.statements.filter((s) => /^INSERT\s/i.test(s));
-    expect(backfill).toHaveLength(1);
-    await h.ch.command(
-      h.ch.cluster
-        ? `DELETE FROM user_activity_local ON CLUSTER ${h.ch.cluster} WHERE site_id = ${tenant.siteId}`
-        : 'DELETE FROM user_activity WHERE site_id = {s:UInt32}',
-      { s: tenant.siteId },
-    );
-    expect(await stored()).toEqual([]);
-    await h.ch.command(backfill[0]!);
-    expect(await stored()).toEqual(viewed);
-    await h.ch.command(backfill[0]!);
-    expect(await stored()).toEqual(viewed);
+    expect(new Set((await stored()).map((r) => Number(r.kind)))).toEqual(new Set([0, 1, 2]));
+    await expectBackfillAsView(h.ch, {
+      migration: '0010',
+      table: 'user_activity',
+      siteId: tenant.siteId,
+      stored,
+    });
     for (const id of ['alice', 'bobby', anonymous[0]!]) {
       const res = await get<{ data: unknown }>(`users/${encodeURIComponent(id)}`);
       expect(res.body, id).toEqual({ data: ref.userDetail(events, profiles, tenant.siteId, id) });

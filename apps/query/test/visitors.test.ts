@@ -2,13 +2,12 @@ import {
   compactSessionDays,
   generateEvents,
   insertEvents,
-  planClickHouseMigrations,
   rangeVisitors,
   type StoredEvent,
 } from '@trackhouse/clickhouse';
 import { uuidv7FromSeed } from '@trackhouse/core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { CLICKHOUSE_MIGRATIONS } from '../../../test/helpers';
+import { expectBackfillAsView } from './backfill';
 import { createQueryHarness, type QueryHarness } from './harness';
 import { full, query } from './params';
 import { lateEvents } from './traffic-data';
@@ -221,30 +220,17 @@ describe('distinct visitors from the days they have events on', () => {
   });
 
   it("stores by the migration's backfill what the view stores, and running it again changes nothing", async () => {
-    const stored = () =>
-      h.ch.query<{ block: number; user_key: string; days: string }>(
-        `SELECT block, toString(user_key) AS user_key, toString(groupBitOr(days)) AS days FROM visitor_days
-         WHERE site_id = {s:UInt32} GROUP BY block, user_key ORDER BY block, user_key`,
-        { s: tenant.siteId },
-      );
-    const viewed = await stored();
-    expect(viewed.length).toBeGreaterThan(1000);
-    const [migration] = (await planClickHouseMigrations(CLICKHOUSE_MIGRATIONS, h.ch.cluster)).filter((m) =>
-      m.file.startsWith('0009_'),
-    );
-    const backfill = migration!.statements.filter((s) => /^INSERT\s/i.test(s));
-    expect(backfill).toHaveLength(1);
-    await h.ch.command(
-      h.ch.cluster
-        ? `DELETE FROM visitor_days_local ON CLUSTER ${h.ch.cluster} WHERE site_id = ${tenant.siteId}`
-        : 'DELETE FROM visitor_days WHERE site_id = {s:UInt32}',
-      { s: tenant.siteId },
-    );
-    expect(await stored()).toEqual([]);
-    await h.ch.command(backfill[0]!);
-    expect(await stored()).toEqual(viewed);
-    await h.ch.command(backfill[0]!);
-    expect(await stored()).toEqual(viewed);
+    await expectBackfillAsView(h.ch, {
+      migration: '0009',
+      table: 'visitor_days',
+      siteId: tenant.siteId,
+      stored: () =>
+        h.ch.query<{ block: number; user_key: string; days: string }>(
+          `SELECT block, toString(user_key) AS user_key, toString(groupBitOr(days)) AS days FROM visitor_days
+           WHERE site_id = {s:UInt32} GROUP BY block, user_key ORDER BY block, user_key`,
+          { s: tenant.siteId },
+        ),
+    });
     const range = RANGES[9]!;
     expect((await overview(range)).body.data).toEqual(
       ref.overview(ref.selection(events, tenant.siteId, full(range))),
@@ -257,7 +243,6 @@ describe('distinct visitors from the days they have events on', () => {
          WHERE site_id = {s:UInt32} GROUP BY quarter ORDER BY quarter`,
         { s: tenant.siteId },
       );
-    const viewed = await stored();
     // One row per visitor and quarter hour of its events, as the reference has them.
     const expected = new Map<number, Set<string>>();
     for (const e of events) {
@@ -266,24 +251,14 @@ describe('distinct visitors from the days they have events on', () => {
       keys.add(BigInt(`0x${e.user_id}`).toString());
       expected.set(quarter, keys);
     }
-    expect(viewed.map((r) => [Number(r.quarter), JSON.parse(r.keys).map(String).sort()])).toEqual(
+    expect((await stored()).map((r) => [Number(r.quarter), JSON.parse(r.keys).map(String).sort()])).toEqual(
       [...expected.entries()].sort((a, b) => a[0] - b[0]).map(([q, keys]) => [q, [...keys].sort()]),
     );
-    const [migration] = (await planClickHouseMigrations(CLICKHOUSE_MIGRATIONS, h.ch.cluster)).filter((m) =>
-      m.file.startsWith('0011_'),
-    );
-    const backfill = migration!.statements.filter((s) => /^INSERT\s/i.test(s));
-    expect(backfill).toHaveLength(1);
-    await h.ch.command(
-      h.ch.cluster
-        ? `DELETE FROM visitor_quarters_local ON CLUSTER ${h.ch.cluster} WHERE site_id = ${tenant.siteId}`
-        : 'DELETE FROM visitor_quarters WHERE site_id = {s:UInt32}',
-      { s: tenant.siteId },
-    );
-    expect(await stored()).toEqual([]);
-    await h.ch.command(backfill[0]!);
-    expect(await stored()).toEqual(viewed);
-    await h.ch.command(backfill[0]!);
-    expect(await stored()).toEqual(viewed);
+    await expectBackfillAsView(h.ch, {
+      migration: '0011',
+      table: 'visitor_quarters',
+      siteId: tenant.siteId,
+      stored,
+    });
   });
 });

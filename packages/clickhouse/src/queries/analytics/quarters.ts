@@ -1,7 +1,7 @@
 import type { ClickHouse } from '../../client';
 import { type CommonParams, Params } from '../builder';
 import { keyMs } from './paths';
-import type { Settled } from './rollup';
+import { SESSION_ROW_FIELDS, type Settled } from './rollup';
 import { type KeyedCounts, settledPartsQuery, summarizedDays, type ValueCounts } from './summaries';
 
 /**
@@ -100,7 +100,6 @@ export function quarterDays(
     async (days, parts) => {
       const p = new Params();
       const quarterOf = (ms: string) => `toString(intDiv(${ms}, ${QUARTER_S * 1000}))`;
-      const ms = 'toUnixTimestamp64Milli(session_end) - toUnixTimestamp64Milli(session_start)';
       // Each session once under the quarter hour it starts in, each pageview under its own.
       const rows = await ch.query<ValueCounts & { day: string }>(
         `SELECT day, v, sum(n_sessions) AS n_sessions, sum(n_events) AS n_events, sum(bounces) AS bounces,
@@ -113,7 +112,7 @@ export function quarterDays(
              parts,
              `${quarterOf('toUnixTimestamp64Milli(session_start)')} AS v, count() AS n_sessions,
               sum(page_keys.size0) AS n_events, countIf(page_keys.size0 = 1) AS bounces,
-              sum(${ms}) AS top_ms, 0 AS top_n`,
+              sum(${SESSION_ROW_FIELDS.ms.rollup()}) AS top_ms, 0 AS top_n`,
              'v',
            )}
            UNION ALL
