@@ -1,11 +1,13 @@
 import { benchDashboard } from './dashboard';
 import { benchIngest } from './ingest';
+import { benchProfile } from './profile';
 import { benchQuery } from './query';
 
 const [what, ...args] = process.argv.slice(2);
 const benches: Record<string, (args: string[]) => Promise<void>> = {
   dashboard: benchDashboard,
   ingest: benchIngest,
+  profile: benchProfile,
   query: benchQuery,
 };
 const run = what ? benches[what] : undefined;

@@ -1,0 +1,124 @@
+import { readdirSync, readFileSync } from 'node:fs';
+import { join, resolve } from 'node:path';
+import {
+  type ClickHouse,
+  type CommonParams,
+  comparedOverviews,
+  createClickHouse,
+  getUser,
+  listSessions,
+  listUsers,
+  type MetricParameter,
+  metric,
+  overview,
+  overviewBucketed,
+  previousRange,
+} from '@trackhouse/clickhouse';
+import { option } from './query';
+
+/** One statement of an answer: how long the engine took to plan it, and to run it, alone. */
+interface Timed {
+  planMs: number;
+  runMs: number;
+  sql: string;
+}
+
+const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
+
+async function timeOf(run: () => Promise<unknown>): Promise<number> {
+  const t = performance.now();
+  await run();
+  return performance.now() - t;
+}
+
+/** The statements an answer sends, each planned (`EXPLAIN PLAN`) and run again alone. */
+async function statementsOf(ch: ClickHouse, answer: (ch: ClickHouse) => Promise<unknown>): Promise<Timed[]> {
+  const sent: [string, Record<string, unknown> | undefined][] = [];
+  const capturing: ClickHouse = {
+    ...ch,
+    query: (sql, params, settings) => {
+      sent.push([sql, params]);
+      return ch.query(sql, params, settings);
+    },
+  };
+  await answer(capturing);
+  const timed: Timed[] = [];
+  for (const [sql, params] of sent) {
+    if (!/^\s*(SELECT|WITH)\b/i.test(sql)) continue;
+    const planMs = await timeOf(() => ch.query(`EXPLAIN PLAN ${sql}`, params));
+    const runMs = await timeOf(() => ch.query(sql, params));
+    timed.push({ planMs, runMs, sql: sql.replace(/\s+/g, ' ').trim().slice(0, 90) });
+  }
+  return timed;
+}
+
+/**
+ * `pnpm bench profile --data-dir DIR [--runs R] [--only REGEX] [--filtered]`: where the answers of
+ * a seeded data directory (`pnpm bench query --data-dir DIR`, server stopped) spend their time,
+ * in-process on the embedded engine: each answer's median over R runs, then every statement it
+ * sends, planned alone (`EXPLAIN PLAN`) and run alone. The bench's 30-day range in
+ * Europe/Berlin; `--filtered` adds its two filters.
+ */
+export async function benchProfile(args: string[]): Promise<void> {
+  const given = option(args, 'data-dir');
+  if (!given) throw new Error('--data-dir DIR: a directory seeded by pnpm bench query');
+  const dataDir = resolve(given);
+  const marker = readdirSync(dataDir).find((f) => f.startsWith('seeded-'));
+  if (!marker) throw new Error(`${dataDir} was not seeded by pnpm bench query`);
+  const { siteId } = JSON.parse(readFileSync(join(dataDir, marker), 'utf8')) as { siteId: number };
+  const runs = Number(option(args, 'runs') ?? 8);
+  const only = new RegExp(option(args, 'only') ?? '.');
+  const end = new Date();
+  const start = new Date(end.getTime() - 29 * 86_400_000);
+  const common: CommonParams = {
+    startDate: start.toISOString().slice(0, 10),
+    endDate: end.toISOString().slice(0, 10),
+    timeZone: 'Europe/Berlin',
+    filters: args.includes('--filtered')
+      ? [
+          { parameter: 'country', type: 'equals', value: ['US', 'DE'] },
+          { parameter: 'pathname', type: 'contains', value: ['docs', 'checkout', 'pricing'] },
+        ]
+      : [],
+  };
+  const before = { ...common, ...previousRange(common.startDate!, common.endDate!) };
+  const ch = createClickHouse({ kind: 'embedded', dataDir: join(dataDir, 'clickhouse'), queryPoolSize: 2 });
+  try {
+    const page = { limit: 25, offset: 0 };
+    const [latest] = (await listUsers(ch, siteId, common, { ...page, sort: 'last_seen', order: 'desc' }))
+      .data;
+    const metrics: MetricParameter[] = ['country', 'entry_page', 'pathname', 'page_title', 'event_name'];
+    const answers: [string, (c: ClickHouse) => Promise<unknown>][] = [
+      ['overview', (c) => overview(c, siteId, common)],
+      ['overview compare', (c) => comparedOverviews(c, siteId, common, before)],
+      ['overview-bucketed day', (c) => overviewBucketed(c, siteId, common, 'day')],
+      ['overview-bucketed hour', (c) => overviewBucketed(c, siteId, common, 'hour')],
+      ...metrics.map((m): [string, (c: ClickHouse) => Promise<unknown>] => [
+        `metric ${m}`,
+        (c) => metric(c, siteId, common, m, { limit: 10, offset: 0 }),
+      ]),
+      ['sessions', (c) => listSessions(c, siteId, common, page)],
+      ['users', (c) => listUsers(c, siteId, common, { ...page, sort: 'last_seen', order: 'desc' })],
+      ['user', (c) => getUser(c, siteId, latest?.user_id ?? '')],
+    ];
+    for (const [name, answer] of answers) {
+      if (!only.test(name)) continue;
+      const times: number[] = [];
+      for (let i = 0; i < runs + 2; i++) {
+        const ms = await timeOf(() => answer(ch));
+        if (i >= 2) times.push(ms);
+      }
+      const statements = await statementsOf(ch, answer);
+      const sum = (k: 'planMs' | 'runMs') => statements.reduce((a, s) => a + s[k], 0);
+      console.log(
+        `\n${name}: ${median(times).toFixed(1)} ms in-process (median of ${runs}); its ${statements.length} statements alone: planned ${sum('planMs').toFixed(1)} ms, run ${sum('runMs').toFixed(1)} ms`,
+      );
+      for (const s of statements)
+        console.log(
+          `  plan ${s.planMs.toFixed(1).padStart(6)}  run ${s.runMs.toFixed(1).padStart(6)}  ${s.sql}`,
+        );
+    }
+  } finally {
+    await ch.close();
+  }
+}
