@@ -8,10 +8,16 @@ import {
   type TrafficSummary,
 } from './overview';
 import { keyInRange, keyMs, pathRows } from './paths';
-import { type BucketRange, bucketOfQuarter, bucketVisitors, quarterDays, quartersApply } from './quarters';
+import {
+  type BucketRange,
+  bucketOfQuarter,
+  bucketVisitors,
+  liveQuarters,
+  quarterDays,
+  quartersApply,
+} from './quarters';
 import { readRollup, rollupApplies, rollupSessionRows, rollupSessionsApply, type Settled } from './rollup';
 import { countedSessions, daysBetween, isoFromSeconds } from './shared';
-import { inPartitions } from './summaries';
 
 export const BUCKETS = ['minute', 'five_minutes', 'fifteen_minutes', 'hour', 'day', 'week', 'month'] as const;
 export type Bucket = (typeof BUCKETS)[number];
@@ -202,7 +208,6 @@ async function rollupBuckets(
   common: CommonParams,
   bucket: Bucket,
   settled: Settled | undefined,
-  { paths, restrict }: { paths?: { settled: Settled | undefined }; restrict?: (p: Params) => string } = {},
 ): Promise<BucketCounts> {
   const p = new Params();
   const rows = await rollupSessionRows(
@@ -212,7 +217,6 @@ async function rollupBuckets(
     common,
     ['start', 'end', 'pageviews', 'ms', 'user_key'],
     settled,
-    { restrict },
   );
   const tz = p.bind('String', common.timeZone);
   const at = (t: string) => `toUnixTimestamp(${BUCKET_START[bucket](t, tz)})`;
@@ -229,7 +233,6 @@ async function rollupBuckets(
       () => 'user_key, page_keys, event_keys, other_keys',
       settledPaths,
       `${at('session_start')} != ${at('session_end')}`,
-      restrict,
     );
     return `SELECT b, k, countEqual(c_pages, b) AS pv FROM (
         SELECT user_key AS k, ${bucketsOf('page_keys')} AS c_pages,
@@ -240,9 +243,11 @@ async function rollupBuckets(
   };
   // Per bucket, the events' pageviews and visitors (`e_`: a session's own when it lies in one
   // bucket, else its keys') beside the totals of the sessions starting there.
-  const read = (settledPaths: Settled | undefined) =>
-    ch.query<EventRow & SessionTotals & { b: number }>(
-      `SELECT b, sum(e_pv) AS pageviews, uniqExactIf(k, e_visitor) AS users,
+  const counted = await readRollup(
+    ch,
+    (settledPaths) =>
+      ch.query<EventRow & SessionTotals>(
+        `SELECT b, sum(e_pv) AS pageviews, uniqExactIf(k, e_visitor) AS users,
            sum(started) AS sessions, sum(s_pv) AS session_pageviews,
            countIf(started = 1 AND s_pv = 1) AS bounces, sum(s_ms) AS duration_ms
          FROM (
@@ -254,17 +259,18 @@ async function rollupBuckets(
            SELECT b, k, pv AS e_pv, 1 AS e_visitor, 0 AS started, 0 AS s_pv, 0 AS s_ms
            FROM (${spanning(settledPaths)}))
          GROUP BY b`,
-      p.values,
-    );
-  const counted = paths ? await read(paths.settled) : await readRollup(ch, read, 'session_paths');
+        p.values,
+      ),
+    'session_paths',
+  );
   return { events: counted, sessions: counted };
 }
 
 /**
  * BucketCounts of an unfiltered range whose buckets are runs of whole quarter hours
- * (quartersApply): the settled days whose sessions lie in the range from their summaries per
- * quarter hour, the other days' sessions as rollupBuckets reads them, and every bucket's
- * visitors from `visitor_quarters` (quarters.ts).
+ * (quartersApply), added up per quarter hour: the settled days whose sessions lie in the range
+ * from their summaries, the other days' sessions from their keys in `session_paths`, and every
+ * bucket's visitors from `visitor_quarters` (quarters.ts).
  */
 async function quarterBuckets(
   ch: ClickHouse,
@@ -281,15 +287,12 @@ async function quarterBuckets(
     BUCKET_START[bucket](t, p.bind('String', common.timeZone)),
   );
   visitors.catch(() => {});
-  const { live, days } = await readRollup(
+  const quarters = await readRollup(
     ch,
-    async (paths) => {
-      const days = await quarterDays(ch, siteId, common, paths);
-      const restrict = days && ((q: Params) => inPartitions(q, days.partitions, true));
-      const live = await readRollup(ch, (facts) =>
-        rollupBuckets(ch, siteId, common, bucket, facts, { paths: { settled: paths }, restrict }),
-      );
-      return { live, days };
+    async (settled) => {
+      const days = await quarterDays(ch, siteId, common, settled);
+      const live = await liveQuarters(ch, siteId, common, settled, days?.partitions ?? []);
+      return [...(days?.counts.byValue.values() ?? []), ...live];
     },
     'session_paths',
   );
@@ -303,19 +306,11 @@ async function quarterBuckets(
     }
     return row;
   };
-  for (const r of live.sessions) {
-    const row = rowOf(Number(r.b));
-    row.sessions += Number(r.sessions);
-    row.session_pageviews += Number(r.session_pageviews);
-    row.bounces += Number(r.bounces);
-    row.duration_ms += Number(r.duration_ms);
-  }
-  for (const r of live.events) rowOf(Number(r.b)).pageviews += Number(r.pageviews);
   const bucketOf = bucketOfQuarter(range);
-  for (const c of days?.counts.byValue.values() ?? []) {
+  for (const c of quarters) {
     const b = bucketOf(Number(c.v));
-    // A summarized day's sessions lie in the range, and so do their quarter hours.
-    if (b === undefined) throw new Error(`quarter ${c.v} of a summarized day is outside the range`);
+    // Summarized days' sessions lie in the range and the others' keys were taken in it.
+    if (b === undefined) throw new Error(`quarter ${c.v} is outside the range`);
     const row = rowOf(b);
     row.sessions += c.n_sessions;
     row.session_pageviews += c.n_events;

@@ -1,8 +1,8 @@
 import type { ClickHouse } from '../../client';
 import { type CommonParams, Params } from '../builder';
-import { keyMs } from './paths';
-import { SESSION_ROW_FIELDS, type Settled } from './rollup';
-import { type KeyedCounts, settledPartsQuery, summarizedDays, type ValueCounts } from './summaries';
+import { keyInRange, keyMs, pathRows } from './paths';
+import type { Settled } from './rollup';
+import { inPartitions, type KeyedCounts, summarizedDays, type ValueCounts } from './summaries';
 
 /**
  * Unfiltered buckets from quarter hours (docs/decisions.md): a bucket of fifteen minutes or
@@ -99,29 +99,13 @@ export function quarterDays(
     settled,
     async (days, parts) => {
       const p = new Params();
-      const quarterOf = (ms: string) => `toString(intDiv(${ms}, ${QUARTER_S * 1000}))`;
-      // Each session once under the quarter hour it starts in, each pageview under its own.
       const rows = await ch.query<ValueCounts & { day: string }>(
-        `SELECT day, v, sum(n_sessions) AS n_sessions, sum(n_events) AS n_events, sum(bounces) AS bounces,
-           sum(top_ms) AS top_ms, sum(top_n) AS top_n
-         FROM (
-           ${settledPartsQuery(
-             p,
-             'session_paths',
-             siteId,
-             parts,
-             `${quarterOf('toUnixTimestamp64Milli(session_start)')} AS v, count() AS n_sessions,
-              sum(page_keys.size0) AS n_events, countIf(page_keys.size0 = 1) AS bounces,
-              sum(${SESSION_ROW_FIELDS.ms.rollup()}) AS top_ms, 0 AS top_n`,
-             'v',
-           )}
-           UNION ALL
-           SELECT day, v, 0, 0, 0, 0, count() FROM (
-             SELECT _partition_id AS day, ${quarterOf(keyMs('k'))} AS v FROM session_paths
-             ARRAY JOIN page_keys AS k
-             WHERE site_id = ${p.bind('UInt32', siteId)} AND _part IN ${p.bind('Array(String)', parts)})
-           GROUP BY day, v)
-         GROUP BY day, v`,
+        quarterCounts(
+          `SELECT _partition_id AS day, page_keys, event_keys, other_keys FROM session_paths
+           WHERE site_id = ${p.bind('UInt32', siteId)} AND _part IN ${p.bind('Array(String)', parts)}`,
+          () => '1',
+          true,
+        ),
         p.values,
       );
       const byDay = new Map<number, KeyedCounts>(
@@ -146,4 +130,69 @@ export function quarterDays(
     },
     { table: 'session_paths' },
   );
+}
+
+/**
+ * Per UTC quarter hour (`v`, as text), over the sessions of `source` (rows of `session_paths`
+ * with its key arrays, and `day` when `byDay`): the sessions whose first event in range lies in
+ * it (`n_sessions`) with their pageviews in range (`n_events`), bounces and durations in range in
+ * milliseconds (`top_ms`), and the pageviews in range that lie in it (`top_n`). A key is in range
+ * when `inRange(key)` holds; a session with none is left out. Keys carry their event's time, so
+ * a session crossing the range's ends is counted over its events in range as SPEC 13 says.
+ */
+function quarterCounts(source: string, inRange: (key: string) => string, byDay: boolean): string {
+  const day = byDay ? 'day, ' : '';
+  const msOf = (keys: string) =>
+    `arrayMap(x -> toInt64(${keyMs('x')}), arrayFilter(x -> ${inRange('x')}, ${keys}))`;
+  const quarter = (ms: string) => `intDiv(${ms}, ${QUARTER_S * 1000})`;
+  // A subquery level per step (an alias is expanded into each of its uses when planned); each
+  // session as one tuple under its start's quarter hour and one per pageview under its own.
+  return `SELECT ${day}toString(tupleElement(t, 1)) AS v, sum(tupleElement(t, 2)) AS n_sessions,
+      sum(tupleElement(t, 3)) AS n_events, sum(tupleElement(t, 4)) AS bounces,
+      sum(tupleElement(t, 5)) AS top_ms, sum(tupleElement(t, 6)) AS top_n
+    FROM (
+      SELECT ${day}arrayJoin(arrayConcat(
+          [(${quarter('arrayMin(all_ms)')}, toUInt64(1), toUInt64(length(pv_ms)), toUInt64(length(pv_ms) = 1),
+            arrayMax(all_ms) - arrayMin(all_ms), toUInt64(0))],
+          arrayMap(m -> (${quarter('m')}, toUInt64(0), toUInt64(0), toUInt64(0), toInt64(0), toUInt64(1)), pv_ms))) AS t
+      FROM (
+        SELECT ${day}pv_ms, arrayConcat(pv_ms, other_ms) AS all_ms FROM (
+          SELECT ${day}${msOf('page_keys')} AS pv_ms, ${msOf('arrayConcat(event_keys, other_keys)')} AS other_ms
+          FROM (${source}))
+        WHERE length(all_ms) > 0))
+    GROUP BY ${day}v`;
+}
+
+/**
+ * The quarter-hour counts (quarterCounts) of the range's sessions outside the summarized
+ * partitions (`summarized`, YYYYMMDD), from their keys in `session_paths`: those of the days
+ * still receiving events and of days reaching out of the range. Call within readRollup(…,
+ * 'session_paths'), which gives `settled`.
+ */
+export async function liveQuarters(
+  ch: ClickHouse,
+  siteId: number,
+  common: CommonParams,
+  settled: Settled | undefined,
+  summarized: number[],
+): Promise<ValueCounts[]> {
+  const p = new Params();
+  const rows = pathRows(
+    p,
+    siteId,
+    common,
+    () => 'page_keys, event_keys, other_keys',
+    settled,
+    undefined,
+    summarized.length > 0 ? (q) => inPartitions(q, summarized, true) : undefined,
+  );
+  const counts = await ch.query<ValueCounts>(quarterCounts(rows, keyInRange(p, common), false), p.values);
+  return counts.map((r) => ({
+    v: r.v,
+    n_sessions: Number(r.n_sessions),
+    n_events: Number(r.n_events),
+    bounces: Number(r.bounces),
+    top_ms: Number(r.top_ms),
+    top_n: Number(r.top_n),
+  }));
 }
