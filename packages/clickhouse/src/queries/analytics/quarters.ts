@@ -25,12 +25,19 @@ export interface BucketRange {
 const QUARTERED = new Set(['fifteen_minutes', 'hour', 'day', 'week', 'month']);
 
 /**
+ * Most quarter hours a range may span to be read by quarter hour (those of 2,000 days, the most
+ * day buckets an answer holds): the visitors' read maps each of them to its bucket once.
+ */
+const MAX_QUARTERS = 2000 * 96;
+
+/**
  * Whether the buckets of a closed range are runs of whole quarter hours: the range's bounds and
  * every bucket's start fall on one (a week or month bucket may start before the range).
  */
 export const quartersApply = (bucket: string, range: BucketRange | undefined): range is BucketRange =>
   range !== undefined &&
   QUARTERED.has(bucket) &&
+  (range.to - range.from) / QUARTER_S <= MAX_QUARTERS &&
   [range.from, range.to, ...range.starts].every((s) => s % QUARTER_S === 0);
 
 /**
