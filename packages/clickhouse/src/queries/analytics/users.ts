@@ -455,19 +455,20 @@ async function listUsersFromSessions(
 }
 
 /**
- * USER_FIELDS (and `n`, the events) over the rows of `user_activity`: the union of their id sets
- * counts each event and session once, however many rows (kinds, parts, shards) hold it.
+ * USER_FIELDS (and `n`, the events) over the rows of `user_activity`, in the same order (the
+ * answer's fields follow it): the union of their id sets counts each event and session once,
+ * however many rows (kinds, parts, shards) hold it.
  */
 const ACTIVITY_FIELDS = [
-  'length(groupUniqArrayArray(pageview_ids)) AS u_pageviews',
-  'u_pageviews + length(groupUniqArrayArray(other_ids)) AS u_events',
-  'u_events AS n',
-  'length(groupUniqArrayArray(session_ids)) AS u_sessions',
   `tupleElement(max(latest), 'user_id') AS u_user_id`,
   `tupleElement(max(identified), 'identified_user_id') AS u_identified_user_id`,
+  'length(groupUniqArrayArray(session_ids)) AS u_sessions',
+  'length(groupUniqArrayArray(pageview_ids)) AS u_pageviews',
+  'u_pageviews + length(groupUniqArrayArray(other_ids)) AS u_events',
   'toString(min(first_seen)) AS u_first_seen',
   'toString(max(last_seen)) AS u_last_seen',
   ...LATEST_EVENT_FIELDS.map((f) => `tupleElement(max(latest), '${f}') AS u_${f}`),
+  'u_events AS n',
 ].join(',\n  ');
 
 /**
