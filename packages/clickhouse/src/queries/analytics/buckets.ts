@@ -292,7 +292,7 @@ async function quarterBuckets(
     async (settled) => {
       const days = await quarterDays(ch, siteId, common, settled);
       const live = await liveQuarters(ch, siteId, common, settled, days?.partitions ?? []);
-      return [...(days?.counts.byValue.values() ?? []), ...live];
+      return [...(days?.counts.byValue.values() ?? []), ...live.byValue.values()];
     },
     'session_paths',
   );

@@ -2,14 +2,22 @@ import type { ClickHouse } from '../../client';
 import { type CommonParams, Params } from '../builder';
 import { keyInRange, keyMs, pathRows } from './paths';
 import type { Settled } from './rollup';
-import { inPartitions, type KeyedCounts, summarizedDays, type ValueCounts } from './summaries';
+import {
+  addCounts,
+  emptyCounts,
+  inPartitions,
+  type KeyedCounts,
+  summarizedDays,
+  type ValueCounts,
+} from './summaries';
 
 /**
  * Unfiltered buckets from quarter hours (docs/decisions.md): a bucket of fifteen minutes or
  * more, in a zone whose offsets are whole quarter hours, is a run of whole UTC quarter hours.
  * Its distinct visitors are then those of its quarter hours in `visitor_quarters` (migration
- * 0011), and the sessions of a settled day lying wholly in the range add up per quarter hour
- * from that day's summary (`quarters`, summaries.ts).
+ * 0011), the sessions of a settled day lying wholly in the range add up per quarter hour from
+ * that day's summary (`quarters`, summaries.ts), and the other days' sessions are counted the
+ * same way from their keys in range (liveQuarters).
  */
 
 const QUARTER_S = 900;
@@ -121,17 +129,9 @@ export function quarterDays(
       for (const r of rows) {
         const counts = byDay.get(Number(r.day));
         if (!counts) continue;
-        const v: ValueCounts = {
-          v: r.v,
-          n_sessions: Number(r.n_sessions),
-          n_events: Number(r.n_events),
-          bounces: Number(r.bounces),
-          top_ms: Number(r.top_ms),
-          top_n: Number(r.top_n),
-        };
-        counts.byValue.set(r.v, v);
-        counts.all_sessions += v.n_sessions;
-        counts.all_events += v.top_n;
+        addCounts(counts, r);
+        counts.all_sessions += Number(r.n_sessions);
+        counts.all_events += Number(r.top_n);
       }
       return byDay;
     },
@@ -182,7 +182,7 @@ export async function liveQuarters(
   common: CommonParams,
   settled: Settled | undefined,
   summarized: number[],
-): Promise<ValueCounts[]> {
+): Promise<KeyedCounts> {
   const p = new Params();
   const rows = pathRows(
     p,
@@ -193,13 +193,8 @@ export async function liveQuarters(
     undefined,
     summarized.length > 0 ? (q) => inPartitions(q, summarized, true) : undefined,
   );
-  const counts = await ch.query<ValueCounts>(quarterCounts(rows, keyInRange(p, common), false), p.values);
-  return counts.map((r) => ({
-    v: r.v,
-    n_sessions: Number(r.n_sessions),
-    n_events: Number(r.n_events),
-    bounces: Number(r.bounces),
-    top_ms: Number(r.top_ms),
-    top_n: Number(r.top_n),
-  }));
+  const counts = emptyCounts();
+  for (const r of await ch.query<ValueCounts>(quarterCounts(rows, keyInRange(p, common), false), p.values))
+    addCounts(counts, r);
+  return counts;
 }
