@@ -53,11 +53,11 @@ async function statementsOf(ch: ClickHouse, answer: (ch: ClickHouse) => Promise<
 }
 
 /**
- * `pnpm bench profile --data-dir DIR [--runs R] [--only REGEX] [--filtered]`: where the answers of
+ * `pnpm bench profile --data-dir DIR [--runs R] [--only REGEX] [--filtered] [--pool N]`: where the answers of
  * a seeded data directory (`pnpm bench query --data-dir DIR`, server stopped) spend their time,
  * in-process on the embedded engine: each answer's median over R runs, then every statement it
  * sends, planned alone (`EXPLAIN PLAN`) and run alone. The bench's 30-day range in
- * Europe/Berlin; `--filtered` adds its two filters.
+ * Europe/Berlin; `--filtered` adds its two filters; `--pool` the read connections (2, as the server).
  */
 export async function benchProfile(args: string[]): Promise<void> {
   const given = option(args, 'data-dir');
@@ -82,7 +82,11 @@ export async function benchProfile(args: string[]): Promise<void> {
       : [],
   };
   const before = { ...common, ...previousRange(common.startDate!, common.endDate!) };
-  const ch = createClickHouse({ kind: 'embedded', dataDir: join(dataDir, 'clickhouse'), queryPoolSize: 2 });
+  const ch = createClickHouse({
+    kind: 'embedded',
+    dataDir: join(dataDir, 'clickhouse'),
+    queryPoolSize: Number(option(args, 'pool') ?? 2),
+  });
   try {
     const page = { limit: 25, offset: 0 };
     const [latest] = (await listUsers(ch, siteId, common, { ...page, sort: 'last_seen', order: 'desc' }))

@@ -1,6 +1,7 @@
 import { mkdirSync, readFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { type ClickHouseClient, type ClickHouseSettings, createClient } from '@clickhouse/client';
+import { formatQueryParams } from '@clickhouse/client-common';
 import { processRuns } from '@trackhouse/core';
 import { createChdbConnection } from 'chdb/connection';
 import { embeddedStream, type ResultStream, serverStream } from './stream';
@@ -55,8 +56,9 @@ export type ClickHouseOptions =
 /**
  * The ClickHouse handle every package uses. `writer` takes inserts and DDL; reads go through
  * `reader()`, which spreads them over a small pool (the embedded engine runs one call at a
- * time per connection; the HTTP client pools sockets itself). On the embedded engine, calls that
- * bind parameters also run one at a time across the pool (its binding chains them, README).
+ * time per connection; the HTTP client pools sockets itself). On the embedded engine, reads send
+ * their parameters as `SET param_…` statements on their own connection (`withParams`), so that
+ * reads on different connections run at once; its binding would run them one at a time.
  */
 export interface ClickHouse {
   readonly kind: 'server' | 'embedded';
@@ -144,6 +146,18 @@ function wrap(
     next++;
     return client;
   };
+  // Reads in flight per reader: a read goes to the least busy one (the first of those after the
+  // last one picked), not behind a long read when another connection is free.
+  const busy = readers.map(() => 0);
+  const leastBusy = () => {
+    let best = next % readers.length;
+    for (let i = 1; i < readers.length; i++) {
+      const at = (next + i) % readers.length;
+      if (busy[at]! < busy[best]!) best = at;
+    }
+    next = best + 1;
+    return best;
+  };
   const all = [...new Set([writer, ...readers])];
   return {
     kind,
@@ -151,13 +165,20 @@ function wrap(
     writer,
     reader,
     async query<T>(sql: string, params?: Record<string, unknown>, settings?: ClickHouseSettings) {
-      const rs = await reader().query({
-        query: sql,
-        query_params: params,
-        format: 'JSONEachRow',
-        ...(settings ? { clickhouse_settings: settings } : {}),
-      });
-      return rs.json<T>();
+      const set = kind === 'embedded' && params ? withParams(sql, params) : undefined;
+      const at = leastBusy();
+      busy[at]!++;
+      try {
+        const rs = await readers[at]!.query({
+          query: set ?? sql,
+          ...(set === undefined ? { query_params: params } : {}),
+          format: 'JSONEachRow',
+          ...(settings ? { clickhouse_settings: settings } : {}),
+        });
+        return await rs.json<T>();
+      } finally {
+        busy[at]!--;
+      }
     },
     async command(sql: string, params?: Record<string, unknown>) {
       await writer.command({ query: sql, query_params: params });
@@ -173,6 +194,43 @@ function wrap(
     },
   };
 }
+
+/**
+ * Most characters of parameter text sent as `SET param_…` statements: a statement is parsed
+ * whole, within the engine's `max_query_size` (256 KiB by default), and past some tens of
+ * kilobytes the binding takes a long list faster (100,000 ids: 130 against 200 ms).
+ */
+const SET_PARAMS_LIMIT = 100_000;
+
+/**
+ * `sql` preceded by `SET param_<name> = '<text>', …` (every parameter), for one call on an embedded
+ * connection; undefined when the parameters are too long for it (the caller binds them then).
+ *
+ * The embedded engine's binding keeps bound parameters in state shared by every connection, so
+ * it runs bound calls one at a time across the process, however many connections read. A
+ * parameter set by `SET` belongs to its connection's session, and a call's statements run
+ * together on it, so reads on different connections run at once (measured: an overview's four
+ * statements side by side in 68-98 ms against 105-149 ms one after the other). The values stay
+ * parameters: `text` is the parameter's text as the HTTP interface takes it (the client's own
+ * formatting), typed by the query's `{name:Type}`, written as a string literal with its
+ * backslashes, quotes and NUL bytes escaped.
+ */
+export function withParams(sql: string, params: Record<string, unknown>): string | undefined {
+  const sets: string[] = [];
+  let length = 0;
+  for (const [name, value] of Object.entries(params)) {
+    if (!/^[A-Za-z_][A-Za-z0-9_]*$/.test(name))
+      throw new Error(`invalid parameter name ${JSON.stringify(name)}`);
+    const text = formatQueryParams({ value, wrapStringInQuotes: false, printNullAsKeyword: false });
+    length += text.length;
+    if (length > SET_PARAMS_LIMIT) return undefined;
+    sets.push(`param_${name} = ${sqlString(text)}`);
+  }
+  return sets.length === 0 ? sql : `SET ${sets.join(', ')};\n${sql}`;
+}
+
+/** A SQL string literal holding `text` exactly. */
+const sqlString = (text: string) => `'${text.replace(/[\\'\0]/g, (c) => (c === '\0' ? '\\0' : `\\${c}`))}'`;
 
 /**
  * The process holding the embedded data directory: the engine writes its pid into the `status`

@@ -1,6 +1,7 @@
 import { readdir, readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { uuidv7 } from '@trackhouse/core';
+import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { CLICKHOUSE_MIGRATIONS, createTestClickHouse } from '../../../test/helpers';
 import {
@@ -13,6 +14,7 @@ import {
   rollupSessionRows,
   type Settled,
   splitStatements,
+  withParams,
   withReadLimits,
 } from '../src';
 
@@ -66,6 +68,51 @@ describe('embedded ClickHouse', () => {
       { n: 7, s: "it's; DROP TABLE events" },
     );
     expect(r).toEqual({ n: 7, big: 3, s: "it's; DROP TABLE events" });
+  });
+
+  it('gives back every parameter value exactly, sent as SET statements or bound when long', async () => {
+    const query = `SELECT {s:String} AS s, {a:Array(String)} AS a, {n:Int64} AS n, {u:UUID} AS u,
+      toString({k:Array(UInt64)}) AS k, length({a:Array(String)}) AS len`;
+    // Texts whose escaping matters twice over (the parameter's text, then the SQL literal),
+    // any code point, and lists long enough to take the bound form.
+    const hostile = fc.oneof(
+      fc.string({ unit: fc.constantFrom("'", '\\', '\0', '\t', '\n', '\r', ';', '"', '{', '}', 'x', '\\N') }),
+      fc.string({ unit: 'grapheme' }),
+      fc.string({ unit: 'binary', maxLength: 40 }).filter((s) => s === Buffer.from(s).toString()),
+    );
+    await fc.assert(
+      fc.asyncProperty(
+        hostile,
+        fc.array(hostile, { maxLength: 5 }),
+        fc.bigInt({ min: -(2n ** 53n) + 1n, max: 2n ** 53n - 1n }),
+        fc.uuid(),
+        fc.bigInt({ min: 0n, max: 2n ** 64n - 1n }),
+        fc.boolean(),
+        async (s, list, n, u, key, long) => {
+          const a = long
+            ? [...list, ...Array.from({ length: 2_000 }, (_, i) => `${i}`.padEnd(60, 'y'))]
+            : list;
+          const params = { s, a, n: Number(n), u, k: [key, 0n] };
+          expect(withParams(query, params) === undefined).toBe(long);
+          const [r] = await ch.query<Record<string, unknown>>(query, params);
+          expect(r).toEqual({ s, a, n: Number(n), u, k: `[${key},0]`, len: a.length });
+        },
+      ),
+      { numRuns: 150 },
+    );
+  });
+
+  it('runs reads side by side on the pool, each with its own parameters', async () => {
+    const values = Array.from({ length: 120 }, (_, i) => `v${i}'\\${'x'.repeat(i)}`);
+    const answers = await Promise.all(
+      values.map((v, i) =>
+        ch.query<{ v: string; i: number }>('SELECT {v:String} AS v, {i:UInt32} AS i, sleep(0.001) AS z', {
+          v,
+          i,
+        }),
+      ),
+    );
+    expect(answers.map(([r]) => [r?.v, r?.i])).toEqual(values.map((v, i) => [v, i]));
   });
 
   it('drops a replayed batch that carries the same deduplication token', async () => {
