@@ -57,7 +57,7 @@ async function statementsOf(ch: ClickHouse, answer: (ch: ClickHouse) => Promise<
  * a seeded data directory (`pnpm bench query --data-dir DIR`, server stopped) spend their time,
  * in-process on the embedded engine: each answer's median over R runs, then every statement it
  * sends, planned alone (`EXPLAIN PLAN`) and run alone. The bench's 30-day range in
- * Europe/Berlin; `--filtered` adds its two filters; `--pool` the read connections (2, as the server).
+ * Europe/Berlin; `--filtered` adds its two filters; `--pool` the read connections (3, the server's default).
  */
 export async function benchProfile(args: string[]): Promise<void> {
   const given = option(args, 'data-dir');
@@ -85,7 +85,7 @@ export async function benchProfile(args: string[]): Promise<void> {
   const ch = createClickHouse({
     kind: 'embedded',
     dataDir: join(dataDir, 'clickhouse'),
-    queryPoolSize: Number(option(args, 'pool') ?? 2),
+    queryPoolSize: Number(option(args, 'pool') ?? 3),
   });
   try {
     const page = { limit: 25, offset: 0 };

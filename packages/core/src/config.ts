@@ -46,7 +46,7 @@ export const configSchema = z.object({
     .regex(/^[A-Za-z_][A-Za-z0-9_]*$/, { message: 'must be a plain identifier' })
     .default('trackhouse'),
   /** Readers sharing the embedded engine; writes go through one dedicated connection. */
-  CLICKHOUSE_QUERY_POOL: int(1, 16).default(2),
+  CLICKHOUSE_QUERY_POOL: int(1, 16).default(3),
   /**
    * Whether unfiltered analytics answers read the per-session rollups (`true`, the default) or
    * the events alone (`false`: the same answers, slower; for checking the rollups).
