@@ -279,8 +279,8 @@ async function quarterBuckets(
   bucket: Bucket,
   range: BucketRange,
 ): Promise<BucketCounts> {
-  // The visitors' read is sent first: a server runs it beside the sessions' reads (the embedded
-  // engine runs bound queries one at a time, docs/decisions.md). Its failure is taken where it
+  // The visitors' read is sent first: it runs beside the sessions' reads (on the embedded
+  // engine too, on another read connection, docs/decisions.md). Its failure is taken where it
   // is awaited (a handler attached now keeps it from counting as unhandled if another fails
   // first).
   const visitors = bucketVisitors(ch, siteId, range, (p, t) =>

@@ -83,8 +83,8 @@ export async function overview(
 
 /**
  * The overviews of a range and of the one it is compared with (`compare=previous`), side by side
- * (a ClickHouse server runs them at once; the embedded engine runs bound queries one at a time,
- * docs/decisions.md). From the rollups, against one snapshot of their settled parts: that saves
+ * (on a server and on the embedded engine's read connections alike, docs/decisions.md). From the
+ * rollups, against one snapshot of their settled parts: that saves
  * the two lookups of the parts a range's own read makes.
  */
 export async function comparedOverviews(
