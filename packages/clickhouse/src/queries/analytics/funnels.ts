@@ -469,7 +469,7 @@ async function startsInRange(
   const q = new Params();
   const firsts = await ch.query<{ id: string; start: number }>(
     `SELECT toString(session_id) AS id, toUnixTimestamp64Milli(min(timestamp)) AS start FROM events
-     WHERE ${rangeCondition(q, siteId, common)} AND session_id IN ${q.bind('Array(UUID)', edge.ids)}
+     WHERE ${rangeCondition(q, siteId, common)} AND session_id IN ${q.bind('Array(UUID)', [...edge.ids].sort())}
        AND timestamp <= ${q.bind("DateTime64(3, 'UTC')", edge.until)}
      GROUP BY session_id`,
     q.values,

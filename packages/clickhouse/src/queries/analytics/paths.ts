@@ -109,9 +109,12 @@ export const byteOrder = (a: string, b: string) => Buffer.compare(Buffer.from(a)
  * the table's sort key skips the rest of the range); more sessions are read by id within the
  * bounds of them all.
  */
-export function sessionsWithin(p: Params, sessions: SessionSpan[]): string {
+export function sessionsWithin(p: Params, listed: SessionSpan[]): string {
   const time = (t: string) => p.bind("DateTime64(3, 'UTC')", t);
-  if (sessions.length === 0) return '0';
+  if (listed.length === 0) return '0';
+  // In the order of their ids: the same sessions make the same condition (rollup.ts
+  // crossingSessions).
+  const sessions = [...listed].sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
   if (sessions.length <= 32) {
     return `(${sessions
       .map(

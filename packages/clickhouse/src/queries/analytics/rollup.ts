@@ -341,10 +341,17 @@ export async function crossingSessions(
      FROM (${fromRollup(p, where, () => 'session_id, session_start, session_end, user_key', settled)})`,
     p.values,
   );
+  // Sorted by id: the lists become the bound values of later reads, and the same values each
+  // time let the engine reuse what it learnt of those conditions (its query condition cache:
+  // which granules hold no row), where a list in another order reads as a new condition.
+  const order = (row?.ids ?? []).map((id, i) => [id, row!.users[i]!] as const).sort(byId);
   return {
-    ids: row?.ids ?? [],
-    users: row?.users ?? [],
+    ids: order.map(([id]) => id),
+    users: order.map(([, user]) => user),
     until: row?.edge_until ?? null,
     from: row?.edge_from ?? null,
   };
 }
+
+const byId = (a: readonly [string, string], b: readonly [string, string]) =>
+  a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : 0;
