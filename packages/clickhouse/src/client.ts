@@ -209,8 +209,8 @@ const SET_PARAMS_LIMIT = 100_000;
  * The embedded engine's binding keeps bound parameters in state shared by every connection, so
  * it runs bound calls one at a time across the process, however many connections read. A
  * parameter set by `SET` belongs to its connection's session, and a call's statements run
- * together on it, so reads on different connections run at once (measured: an overview's four
- * statements side by side in 68-98 ms against 105-149 ms one after the other). The values stay
+ * together on it, so reads on different connections run at once (at 10 M events, alternated
+ * in-process: overview compare 96 against 122 ms, docs/decisions.md). The values stay
  * parameters: `text` is the parameter's text as the HTTP interface takes it (the client's own
  * formatting), typed by the query's `{name:Type}`, written as a string literal with its
  * backslashes, quotes and NUL bytes escaped.

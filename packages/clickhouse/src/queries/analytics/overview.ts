@@ -84,8 +84,8 @@ export async function overview(
 /**
  * The overviews of a range and of the one it is compared with (`compare=previous`), side by side
  * (on a server and on the embedded engine's read connections alike, docs/decisions.md). From the
- * rollups, against one snapshot of their settled parts: that saves
- * the two lookups of the parts a range's own read makes.
+ * rollups, against one snapshot of their settled parts: that saves the two lookups of the parts
+ * a range's own read makes.
  */
 export async function comparedOverviews(
   ch: ClickHouse,
