@@ -114,7 +114,7 @@ export function sessionsWithin(p: Params, listed: SessionSpan[]): string {
   if (listed.length === 0) return '0';
   // In the order of their ids: the same sessions make the same condition (rollup.ts
   // crossingSessions).
-  const sessions = [...listed].sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
+  const sessions = [...listed].sort((a, b) => byteOrder(a.id, b.id));
   if (sessions.length <= 32) {
     return `(${sessions
       .map(
