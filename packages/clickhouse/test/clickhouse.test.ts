@@ -489,6 +489,71 @@ describe('migration 0004: what the browser client sends', () => {
   });
 });
 
+describe('migration 0012: page titles as a dictionary', () => {
+  const titleType = async (table: string) =>
+    (
+      await ch.query<{ type: string }>(
+        `SELECT type FROM system.columns
+         WHERE database = currentDatabase() AND table = {t:String} AND name = 'page_title'`,
+        { t: table },
+      )
+    )[0]?.type;
+
+  it('stores the page titles of events and events_by_name as a dictionary', async () => {
+    expect(await titleType(storage('events'))).toBe('LowCardinality(String)');
+    expect(await titleType(storage('events_by_name'))).toBe('LowCardinality(String)');
+  });
+
+  it('keeps every stored title byte for byte through the change, and running it again changes nothing', async () => {
+    // Titles as bytes: NUL, control bytes, bytes that are not UTF-8, a lone surrogate's
+    // encoding, long and empty texts, repeated and unique ones.
+    const titles = fc.sample(
+      fc.oneof(
+        fc.uint8Array({ maxLength: 40 }),
+        fc.constantFrom(
+          new Uint8Array([0]),
+          new Uint8Array([0xed, 0xa0, 0x80]),
+          new Uint8Array([0xff, 0xfe, 0x0a, 0x09]),
+          new TextEncoder().encode('Pricing | Acme \u{1F600}'.repeat(200)),
+          new Uint8Array(),
+        ),
+      ),
+      { numRuns: 300, seed: 12 },
+    );
+    const hex = titles.map((t) => Buffer.from(t).toString('hex').toUpperCase());
+    const scratch = 'page_titles_0012';
+    await ch.command(`DROP TABLE IF EXISTS ${scratch}`);
+    await ch.command(
+      `CREATE TABLE ${scratch} (site_id UInt32, n UInt32, page_title String) ENGINE = MergeTree ORDER BY n`,
+    );
+    try {
+      await ch.command(
+        `INSERT INTO ${scratch} SELECT 1, i, unhex(h) FROM (
+           SELECT arrayJoin(arrayEnumerate({h:Array(String)})) AS i, {h:Array(String)}[i] AS h)`,
+        { h: hex },
+      );
+      const stored = async () =>
+        (
+          await ch.query<{ h: string }>(`SELECT hex(page_title) AS h FROM ${scratch} ORDER BY n`)
+        ).map((r) => r.h);
+      expect(await stored()).toEqual(hex);
+      // The migration's own statements, pointed at the scratch table (the same text either way).
+      const sql = await readFile(join(CLICKHOUSE_MIGRATIONS, '0012_page_title_dictionary.sql'), 'utf8');
+      const statements = splitStatements(sql).map((st) =>
+        st.replace(/^ALTER TABLE (events|events_by_name) /, `ALTER TABLE ${scratch} `),
+      );
+      expect(statements).toHaveLength(2);
+      for (const run of [1, 2]) {
+        for (const st of statements) await ch.command(`${st} SETTINGS mutations_sync = 2`);
+        expect(await titleType(scratch), `run ${run}`).toBe('LowCardinality(String)');
+        expect(await stored(), `run ${run}`).toEqual(hex);
+      }
+    } finally {
+      await ch.command(`DROP TABLE IF EXISTS ${scratch}`);
+    }
+  });
+});
+
 describe('splitStatements', () => {
   it('splits on line-ending semicolons and drops comment lines', () => {
     expect(splitStatements("-- a comment\nCREATE TABLE a (x String DEFAULT ';');\n\nSELECT 1;\n")).toEqual([
