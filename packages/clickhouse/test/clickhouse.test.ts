@@ -533,9 +533,9 @@ describe('migration 0012: page titles as a dictionary', () => {
         { h: hex },
       );
       const stored = async () =>
-        (
-          await ch.query<{ h: string }>(`SELECT hex(page_title) AS h FROM ${scratch} ORDER BY n`)
-        ).map((r) => r.h);
+        (await ch.query<{ h: string }>(`SELECT hex(page_title) AS h FROM ${scratch} ORDER BY n`)).map(
+          (r) => r.h,
+        );
       expect(await stored()).toEqual(hex);
       // The migration's own statements, pointed at the scratch table (the same text either way).
       const sql = await readFile(join(CLICKHOUSE_MIGRATIONS, '0012_page_title_dictionary.sql'), 'utf8');
