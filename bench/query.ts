@@ -154,6 +154,27 @@ const percentile = (sorted: number[], p: number) =>
   sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)]!;
 
 /**
+ * Milliseconds a fixed piece of work takes this process now (sorting 2 M pseudo-random numbers,
+ * best of three): the same machine runs 20-40 % slower in some hours than in others, so a run's
+ * figures are read beside this one (docs/benchmarks.md).
+ */
+export function machineCheckMs(): number {
+  const numbers = new Float64Array(2_000_000);
+  let best = Number.POSITIVE_INFINITY;
+  for (let round = 0; round < 3; round++) {
+    let x = 12345;
+    for (let i = 0; i < numbers.length; i++) {
+      x = (Math.imul(x, 1103515245) + 12345) >>> 0;
+      numbers[i] = x;
+    }
+    const t0 = performance.now();
+    numbers.sort();
+    best = Math.min(best, performance.now() - t0);
+  }
+  return Math.round(best);
+}
+
+/**
  * `pnpm bench query [--events N] [--days D] [--runs R] [--data-dir DIR] [--only REGEX] [--unfiltered]`: seeds a site with
  * realistic events (default 10 M over 30 days; a given --data-dir is seeded once and reused),
  * starts the standalone server and times every read endpoint over the 30-day range, with and
@@ -271,6 +292,7 @@ export async function benchQuery(args: string[]): Promise<void> {
     const only = option(args, 'only');
     const picked = only ? endpoints.filter(([name]) => new RegExp(only).test(name)) : endpoints;
     const rows: Record<string, string | number | boolean>[] = [];
+    const checkBefore = machineCheckMs();
     for (const [name, path, unfiltered, filteredTarget, body] of picked) {
       for (const filtered of [false, true]) {
         if (filtered && (filteredTarget === undefined || args.includes('--unfiltered'))) continue;
@@ -304,6 +326,9 @@ export async function benchQuery(args: string[]): Promise<void> {
       `\n${events} events over ${days} days, ${runs} runs per endpoint (embedded engine, QUERY_ROLLUPS=${rollups})\n`,
     );
     console.table(rows);
+    console.log(
+      `machine check (a fixed sort, docs/benchmarks.md): ${checkBefore} ms before the runs, ${machineCheckMs()} ms after`,
+    );
     let exportOk = true;
     if (!only || new RegExp(only).test('export')) {
       // Yesterday: a whole day of events, whatever the hour of the run.
