@@ -2,11 +2,11 @@ import type { ClickHouse } from '../../client';
 import { type CommonParams, type FilterParameter, Params } from '../builder';
 import {
   byteOrder,
+  EVENT_KEY_MS,
   keyHash,
   keyInRange,
   keyMs,
   listedSessionsLimit,
-  PAGE_KEY,
   pageNames,
   pathHash,
   pathRows,
@@ -330,8 +330,9 @@ const isKeyed = (p: MetricParameter): p is KeyedParameter => KEYED_PARAMETERS.ha
  *
  * With filters, only the counted sessions (SPEC 13: those with an event in range matching every
  * filter), found from the matching events grouped by session and joined with their rows; a
- * pathname counts for their matching pageviews alone (their keys, computed as 0006 does, found
- * among the session's), the entry or exit page over all their pageviews in range, as without.
+ * pathname counts for their matching pageviews alone (found among the session's keys by their
+ * milliseconds, `EVENT_KEY_MS`), the entry or exit page over all their pageviews in range, as
+ * without.
  */
 function keyedPageValues(
   p: Params,
@@ -351,7 +352,8 @@ function keyedPageValues(
   const pages = perPage
     ? 'arrayFilter(j -> m_fs[j] = 2, arrayEnumerate(m_ks)) AS m_pj'
     : `${pick}(f -> f > 0, m_fs) AS m_at, if(m_at = 0, [], [m_at]) AS m_pj`;
-  const pageFlag = filtered && perPage ? 'if(has(m_keys, x), toUInt8(2), toUInt8(1))' : 'toUInt8(2)';
+  const pageFlag =
+    filtered && perPage ? `if(has(m_at_ms, ${keyMs('x')}), toUInt8(2), toUInt8(1))` : 'toUInt8(2)';
   const paths = pathRows(
     p,
     siteId,
@@ -360,7 +362,11 @@ function keyedPageValues(
     settled,
     restrict,
   );
-  const matched = perPage ? [`groupArrayIf(${PAGE_KEY}, type = 'pageview') AS m_keys`] : [];
+  // The matching pageviews by the milliseconds of their keys: they are the keys with those
+  // milliseconds wherever the flags count (a tied session's are not read), and a number of
+  // milliseconds costs far less to compute and gather than the key (filtered pathnames 884
+  // against 1,040 ms at 10 M events, alternated in one process).
+  const matched = perPage ? [`groupArrayIf(${EVENT_KEY_MS}, type = 'pageview') AS m_at_ms`] : [];
   const rows = filtered
     ? `SELECT * FROM (${paths}) AS s
       INNER JOIN (${matchedSessions(p, siteId, common, undefined, matched)}) AS m USING session_id`

@@ -14,16 +14,15 @@ export const pathHash = (expression: string) => `bitShiftRight(cityHash64(${expr
 /** The path or name hash of a key. */
 export const keyHash = (key: string) => `toUInt64(bitAnd(bitShiftRight(${key}, 32), 281474976710655))`;
 
-/**
- * The key of a pageview, from its event's columns, as 0006 computes it (keys of the same event
- * are equal, so a pageview read from the events is found among its session's `page_keys`).
- */
-export const PAGE_KEY = `bitShiftLeft(toUInt128(greatest(toUnixTimestamp64Milli(timestamp), 0)), 80)
-  + bitShiftLeft(toUInt128(bitShiftRight(cityHash64(pathname), 16)), 32)
-  + toUInt128(bitAnd(cityHash64(event_id), 4294967295))`;
-
 /** The milliseconds of a key. */
 export const keyMs = (key: string) => `toUInt64(bitShiftRight(${key}, 80))`;
+
+/**
+ * The milliseconds of an event's key, from its event's columns, as 0006 computes them (`keyMs` of
+ * its key). Within a session that is not tied (no two keys in range share a millisecond), they
+ * tell which of the session's keys an event read from the events is.
+ */
+export const EVENT_KEY_MS = 'toUInt64(greatest(toUnixTimestamp64Milli(timestamp), 0))';
 
 /**
  * The names of a site's page paths by their hash, as a (hashes, paths) pair named `alias` for a
