@@ -554,6 +554,80 @@ describe('migration 0012: page titles as a dictionary', () => {
   });
 });
 
+describe("migration 0013: the visitor's key on every event", () => {
+  const key = (id: string) => (id === '' ? '0' : BigInt(`0x${id}`).toString());
+
+  it('computes the key of each stored event from its visitor id, as the rollups have it', async () => {
+    const ids = [
+      '0000000000000000',
+      '00000000000000ff',
+      'ffffffffffffffff',
+      '8000000000000001',
+      '3f2a9c04be71d5e6',
+    ];
+    await ch.writer.insert({
+      table: 'events',
+      values: ids.map((id, i) => ({
+        ...row(
+          43,
+          `0190a6c0-0000-7000-8000-0000000013${String(i).padStart(2, '0')}`,
+          '2026-11-21 08:00:00.000',
+        ),
+        user_id: id,
+      })),
+      format: 'JSONEachRow',
+    });
+    const rows = await ch.query<{ id: string; k: string; rolled: string }>(
+      `SELECT user_id AS id, toString(user_key) AS k, toString(reinterpretAsUInt64(reverse(unhex(user_id)))) AS rolled
+       FROM events WHERE site_id = 43 ORDER BY user_key`,
+    );
+    expect(rows.map((r) => r.id)).toEqual([...ids].sort());
+    for (const r of rows) {
+      expect(r.k, r.id).toBe(key(r.id));
+      expect(r.k, r.id).toBe(r.rolled);
+    }
+  });
+
+  it('gives the events stored before it their keys, and running it again changes nothing', async () => {
+    const ids = fc.sample(fc.stringMatching(/^[0-9a-f]{16}$/), { numRuns: 200, seed: 13 });
+    const scratch = 'user_keys_0013';
+    await ch.command(`DROP TABLE IF EXISTS ${scratch}`);
+    await ch.command(
+      `CREATE TABLE ${scratch} (site_id UInt32, n UInt32, user_id String) ENGINE = MergeTree ORDER BY n`,
+    );
+    try {
+      await ch.command(
+        `INSERT INTO ${scratch} SELECT 1, i, {ids:Array(String)}[i] FROM (SELECT arrayJoin(arrayEnumerate({ids:Array(String)})) AS i)`,
+        { ids },
+      );
+      const sql = await readFile(join(CLICKHOUSE_MIGRATIONS, '0013_events_user_key.sql'), 'utf8');
+      const statements = splitStatements(sql).map((st) =>
+        st.replace(/^ALTER TABLE events /, `ALTER TABLE ${scratch} `),
+      );
+      expect(statements).toHaveLength(2);
+      for (const run of [1, 2]) {
+        for (const st of statements) await ch.command(`${st} SETTINGS mutations_sync = 2`);
+        // The mutation wrote the column into the part (not computed on read).
+        const [written] = await ch.query<{ n: number }>(
+          `SELECT count() AS n FROM system.parts_columns
+           WHERE database = currentDatabase() AND table = {t:String} AND active AND column = 'user_key'`,
+          { t: scratch },
+        );
+        expect(written?.n, `run ${run}`).toBeGreaterThan(0);
+        const rows = await ch.query<{ k: string }>(
+          `SELECT toString(user_key) AS k FROM ${scratch} ORDER BY n`,
+        );
+        expect(
+          rows.map((r) => r.k),
+          `run ${run}`,
+        ).toEqual(ids.map(key));
+      }
+    } finally {
+      await ch.command(`DROP TABLE IF EXISTS ${scratch}`);
+    }
+  });
+});
+
 describe('splitStatements', () => {
   it('splits on line-ending semicolons and drops comment lines', () => {
     expect(splitStatements("-- a comment\nCREATE TABLE a (x String DEFAULT ';');\n\nSELECT 1;\n")).toEqual([

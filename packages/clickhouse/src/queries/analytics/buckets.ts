@@ -159,7 +159,7 @@ async function countedBuckets(
   const etz = e.bind('String', common.timeZone);
   const events = await ch.query<EventRow>(
     `SELECT toUnixTimestamp(${BUCKET_START[bucket]('timestamp', etz)}) AS b,
-       countIf(type = 'pageview') AS pageviews, uniqExact(user_id) AS users
+       countIf(type = 'pageview') AS pageviews, uniqExact(user_key) AS users
      FROM events WHERE ${whereClause(e, siteId, common)}
      GROUP BY b`,
     e.values,

@@ -1,6 +1,5 @@
 import type { ClickHouse } from '../../client';
 import { type CommonParams, Params, whereClause } from '../builder';
-import { userKey } from './rollup';
 import { addDays, daysBetween, ratio } from './shared';
 
 export type RetentionMode = 'day' | 'week';
@@ -58,7 +57,7 @@ function activeByMask(
      FROM (
        SELECT bitPositionsToArray(groupBitOr(${bit})) AS r_active FROM events
        WHERE ${whereClause(p, siteId, common)}
-       GROUP BY ${userKey('user_id')})
+       GROUP BY user_key)
      ARRAY JOIN r_active AS r_at
      GROUP BY cohort, period`,
     p.values,
@@ -79,7 +78,7 @@ function activeByPeriod(
      FROM (
        SELECT r_user, min(r_period) AS r_first, groupArray(r_period) AS r_periods
        FROM (
-         SELECT ${userKey('user_id')} AS r_user, ${periodIndex(p, common, mode, first)} AS r_period FROM events
+         SELECT user_key AS r_user, ${periodIndex(p, common, mode, first)} AS r_period FROM events
          WHERE ${whereClause(p, siteId, common)}
          GROUP BY r_user, r_period)
        GROUP BY r_user)

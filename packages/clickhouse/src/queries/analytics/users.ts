@@ -191,14 +191,16 @@ export async function listUsers(
     const narrowed = searchConditions(p, siteId, search);
     const bounds = `LIMIT ${p.bind('UInt32', limit)} OFFSET ${p.bind('UInt32', offset)}`;
     if (narrowed.length === 0) {
-      return ch.query<{ u: string; total: number }>(
-        `SELECT user_id AS u, count() OVER () AS total FROM events
+      // Grouped by the visitors' 64-bit keys (0013), which order as their ids do.
+      const rows = await ch.query<{ k: string; total: number }>(
+        `SELECT toString(user_key) AS k, count() OVER () AS total FROM events
          WHERE ${whereClause(p, siteId, common)}
-         GROUP BY user_id
-         ORDER BY ${SORT_EXPRESSIONS[page.sort]} ${direction}, u ASC
+         GROUP BY user_key
+         ORDER BY ${SORT_EXPRESSIONS[page.sort]} ${direction}, user_key ASC
          ${bounds}`,
         p.values,
       );
+      return rows.map((r) => ({ u: userIdOfKey(r.k), total: r.total }));
     }
     // The identified id as the answer gives it (the events', else the current alias) decides.
     return ch.query<{ u: string; total: number }>(

@@ -1,6 +1,5 @@
 import type { ClickHouse } from '../../client';
 import { type CommonParams, Params, rangeBounds } from '../builder';
-import { userKey } from './rollup';
 import { daysBetween } from './shared';
 
 /**
@@ -29,7 +28,7 @@ export const visitorDaysApply = (ch: ClickHouse, common: CommonParams) =>
  * of the UTC days wholly inside the range from `visitor_days` (migration 0009), one row per
  * visitor and window, whose day bits meet the range's, and those of the range's partial days at
  * either end from their events. A visitor of both is counted once (one distinct count over the
- * 64-bit keys, `userKey`, as the sessions' `user_key`). Exact for any closed range; the days
+ * 64-bit keys, `user_key` of the events, 0013, as of the sessions). Exact for any closed range; the days
  * are those of the engine's calendar, as the range's bounds.
  */
 export async function rangeVisitors(ch: ClickHouse, siteId: number, common: CommonParams): Promise<number> {
@@ -50,7 +49,7 @@ export async function rangeVisitors(ch: ClickHouse, siteId: number, common: Comm
        WHERE site_id = ${site} AND ${firstDay} < ${endDay}
          AND ${windowDays(firstDay, endDay, daysBetween(common.startDate!, common.endDate!))}
        UNION ALL
-       SELECT ${userKey('user_id')} AS k FROM events
+       SELECT user_key AS k FROM events
        WHERE site_id = ${site} AND timestamp >= ${from} AND timestamp < ${to}
          AND (timestamp < ${dayStart(firstDay)} OR timestamp >= ${dayStart(endDay)}))`,
     p.values,
