@@ -155,8 +155,8 @@ const percentile = (sorted: number[], p: number) =>
 
 /**
  * Milliseconds a fixed piece of work takes this process now (sorting 2 M pseudo-random numbers,
- * best of three): the same machine runs 20-40 % slower in some hours than in others, so a run's
- * figures are read beside this one (docs/benchmarks.md).
+ * best of three). Answers of unchanged code move by 20-40 % between runs an hour apart; this
+ * tells whether the speed of one core moved with them (docs/benchmarks.md).
  */
 export function machineCheckMs(): number {
   const numbers = new Float64Array(2_000_000);

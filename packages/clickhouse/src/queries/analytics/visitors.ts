@@ -28,8 +28,8 @@ export const visitorDaysApply = (ch: ClickHouse, common: CommonParams) =>
  * of the UTC days wholly inside the range from `visitor_days` (migration 0009), one row per
  * visitor and window, whose day bits meet the range's, and those of the range's partial days at
  * either end from their events. A visitor of both is counted once (one distinct count over the
- * 64-bit keys, `user_key` of the events, 0013, as of the sessions). Exact for any closed range; the days
- * are those of the engine's calendar, as the range's bounds.
+ * 64-bit keys, `user_key`, which the events carry since 0013 as the sessions do). Exact for any
+ * closed range; the days are those of the engine's calendar, as the range's bounds.
  */
 export async function rangeVisitors(ch: ClickHouse, siteId: number, common: CommonParams): Promise<number> {
   const p = new Params();
