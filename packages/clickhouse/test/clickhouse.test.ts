@@ -489,6 +489,37 @@ describe('migration 0004: what the browser client sends', () => {
   });
 });
 
+/**
+ * A migration's own `ALTER TABLE` statements run twice, waiting for their mutations, on a scratch
+ * `MergeTree` table of `columns` (ordered by `n`) filled by `fill`: `check(run)` after each run.
+ * The table is dropped afterwards.
+ */
+async function migrateScratch(
+  file: string,
+  columns: string,
+  fill: (table: string) => Promise<void>,
+  check: (table: string, run: number) => Promise<void>,
+): Promise<void> {
+  const table = `scratch_${file.slice(0, 4)}`;
+  await ch.command(`DROP TABLE IF EXISTS ${table}`);
+  await ch.command(`CREATE TABLE ${table} (${columns}) ENGINE = MergeTree ORDER BY n`);
+  try {
+    await fill(table);
+    const sql = await readFile(join(CLICKHOUSE_MIGRATIONS, file), 'utf8');
+    const statements = splitStatements(sql).map((st) =>
+      st.replace(/^ALTER TABLE \w+ /, `ALTER TABLE ${table} `),
+    );
+    expect(statements.length).toBeGreaterThan(0);
+    expect(statements.every((st) => st.startsWith(`ALTER TABLE ${table} `))).toBe(true);
+    for (const run of [1, 2]) {
+      for (const st of statements) await ch.command(`${st} SETTINGS mutations_sync = 2`);
+      await check(table, run);
+    }
+  } finally {
+    await ch.command(`DROP TABLE IF EXISTS ${table}`);
+  }
+}
+
 describe('migration 0012: page titles as a dictionary', () => {
   const titleType = async (table: string) =>
     (
@@ -521,36 +552,24 @@ describe('migration 0012: page titles as a dictionary', () => {
       { numRuns: 300, seed: 12 },
     );
     const hex = titles.map((t) => Buffer.from(t).toString('hex').toUpperCase());
-    const scratch = 'page_titles_0012';
-    await ch.command(`DROP TABLE IF EXISTS ${scratch}`);
-    await ch.command(
-      `CREATE TABLE ${scratch} (site_id UInt32, n UInt32, page_title String) ENGINE = MergeTree ORDER BY n`,
-    );
-    try {
-      await ch.command(
-        `INSERT INTO ${scratch} SELECT 1, i, unhex(h) FROM (
-           SELECT arrayJoin(arrayEnumerate({h:Array(String)})) AS i, {h:Array(String)}[i] AS h)`,
-        { h: hex },
-      );
-      const stored = async () =>
-        (await ch.query<{ h: string }>(`SELECT hex(page_title) AS h FROM ${scratch} ORDER BY n`)).map(
-          (r) => r.h,
+    const stored = async (table: string) =>
+      (await ch.query<{ h: string }>(`SELECT hex(page_title) AS h FROM ${table} ORDER BY n`)).map((r) => r.h);
+    await migrateScratch(
+      '0012_page_title_dictionary.sql',
+      'site_id UInt32, n UInt32, page_title String',
+      async (table) => {
+        await ch.command(
+          `INSERT INTO ${table} SELECT 1, i, unhex(h) FROM (
+             SELECT arrayJoin(arrayEnumerate({h:Array(String)})) AS i, {h:Array(String)}[i] AS h)`,
+          { h: hex },
         );
-      expect(await stored()).toEqual(hex);
-      // The migration's own statements, pointed at the scratch table (the same text either way).
-      const sql = await readFile(join(CLICKHOUSE_MIGRATIONS, '0012_page_title_dictionary.sql'), 'utf8');
-      const statements = splitStatements(sql).map((st) =>
-        st.replace(/^ALTER TABLE (events|events_by_name) /, `ALTER TABLE ${scratch} `),
-      );
-      expect(statements).toHaveLength(2);
-      for (const run of [1, 2]) {
-        for (const st of statements) await ch.command(`${st} SETTINGS mutations_sync = 2`);
-        expect(await titleType(scratch), `run ${run}`).toBe('LowCardinality(String)');
-        expect(await stored(), `run ${run}`).toEqual(hex);
-      }
-    } finally {
-      await ch.command(`DROP TABLE IF EXISTS ${scratch}`);
-    }
+        expect(await stored(table)).toEqual(hex);
+      },
+      async (table, run) => {
+        expect(await titleType(table), `run ${run}`).toBe('LowCardinality(String)');
+        expect(await stored(table), `run ${run}`).toEqual(hex);
+      },
+    );
   });
 });
 
@@ -590,41 +609,30 @@ describe("migration 0013: the visitor's key on every event", () => {
 
   it('gives the events stored before it their keys, and running it again changes nothing', async () => {
     const ids = fc.sample(fc.stringMatching(/^[0-9a-f]{16}$/), { numRuns: 200, seed: 13 });
-    const scratch = 'user_keys_0013';
-    await ch.command(`DROP TABLE IF EXISTS ${scratch}`);
-    await ch.command(
-      `CREATE TABLE ${scratch} (site_id UInt32, n UInt32, user_id String) ENGINE = MergeTree ORDER BY n`,
-    );
-    try {
-      await ch.command(
-        `INSERT INTO ${scratch} SELECT 1, i, {ids:Array(String)}[i] FROM (SELECT arrayJoin(arrayEnumerate({ids:Array(String)})) AS i)`,
-        { ids },
-      );
-      const sql = await readFile(join(CLICKHOUSE_MIGRATIONS, '0013_events_user_key.sql'), 'utf8');
-      const statements = splitStatements(sql).map((st) =>
-        st.replace(/^ALTER TABLE events /, `ALTER TABLE ${scratch} `),
-      );
-      expect(statements).toHaveLength(2);
-      for (const run of [1, 2]) {
-        for (const st of statements) await ch.command(`${st} SETTINGS mutations_sync = 2`);
+    await migrateScratch(
+      '0013_events_user_key.sql',
+      'site_id UInt32, n UInt32, user_id String',
+      (table) =>
+        ch.command(
+          `INSERT INTO ${table} SELECT 1, i, {ids:Array(String)}[i]
+           FROM (SELECT arrayJoin(arrayEnumerate({ids:Array(String)})) AS i)`,
+          { ids },
+        ),
+      async (table, run) => {
         // The mutation wrote the column into the part (not computed on read).
         const [written] = await ch.query<{ n: number }>(
           `SELECT count() AS n FROM system.parts_columns
            WHERE database = currentDatabase() AND table = {t:String} AND active AND column = 'user_key'`,
-          { t: scratch },
+          { t: table },
         );
         expect(written?.n, `run ${run}`).toBeGreaterThan(0);
-        const rows = await ch.query<{ k: string }>(
-          `SELECT toString(user_key) AS k FROM ${scratch} ORDER BY n`,
-        );
+        const rows = await ch.query<{ k: string }>(`SELECT toString(user_key) AS k FROM ${table} ORDER BY n`);
         expect(
           rows.map((r) => r.k),
           `run ${run}`,
         ).toEqual(ids.map(key));
-      }
-    } finally {
-      await ch.command(`DROP TABLE IF EXISTS ${scratch}`);
-    }
+      },
+    );
   });
 });
 
