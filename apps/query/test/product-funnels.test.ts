@@ -362,6 +362,22 @@ describe.each(PATHS)('journeys against a brute-force computation, %s', (_, json)
       steps: 10,
       limit: 500,
     },
+    // A place and a part of the site, as a dashboard filters: the sessions they select keep all
+    // their pageviews in range, from a start page too.
+    {
+      timeZone: 'Europe/Berlin',
+      filters: [f('country', 'equals', 'US', 'DE'), f('pathname', 'contains', 'docs', 'checkout')],
+      steps: 3,
+      limit: 30,
+    },
+    {
+      startDate: '2026-03-08',
+      endDate: '2026-03-29',
+      filters: [f('device_type', 'equals', 'mobile')],
+      steps: 4,
+      limit: 500,
+      startPage: '/signup',
+    },
   ];
   it.each(SCENARIOS.map((s, i) => [i, s] as const))(
     'scenario %i: ranked, ties in byte order',

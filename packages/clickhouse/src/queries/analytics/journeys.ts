@@ -15,7 +15,7 @@ import {
   sessionsAt,
   sessionsWithin,
 } from './paths';
-import { readRollup, rollupApplies, type Settled } from './rollup';
+import { matchedSessions, readRollup, rollupSessionsApply, type Settled } from './rollup';
 import { EVENT_ORDER, matchesFilters, ratio } from './shared';
 
 export interface Journey {
@@ -103,7 +103,10 @@ function eventJourneys(
 /**
  * Journeys from `session_paths`, up to `limit` of them, and the sessions left out: those where
  * two pageviews of different paths share a millisecond (keys order them by path there, events by
- * id).
+ * id). With filters, the rows of the counted sessions only (those with a matching event in range,
+ * found from the matching events grouped by session), whose journeys take all their pageviews in
+ * range as without: at 10 M events in-process 1.1 s against 2.1 s grouping every pageview of the
+ * range by session (docs/benchmarks.md).
  */
 async function keyedJourneys(
   ch: ClickHouse,
@@ -117,7 +120,12 @@ async function keyedJourneys(
   const parts = journeyParts(p, siteId, opts);
   const inRange = keyInRange(p, common);
   // A journey takes two pageviews: sessions with fewer are skipped before their keys are read.
-  const rows = pathRows(p, siteId, common, () => 'session_id, page_keys', settled, 'length(page_keys) >= 2');
+  const paths = pathRows(p, siteId, common, () => 'session_id, page_keys', settled, 'length(page_keys) >= 2');
+  const rows =
+    common.filters.length > 0
+      ? `SELECT session_id, page_keys FROM (${paths}) AS s
+         INNER JOIN (${matchedSessions(p, siteId, common, undefined, [])}) AS m USING session_id`
+      : paths;
   const result = await ch.query<{
     j_tied: number;
     j_path: string[];
@@ -162,8 +170,8 @@ function comparePaths(a: string[], b: string[]): number {
 }
 
 /**
- * Unfiltered journeys from `session_paths`: the sessions without a shared millisecond from their
- * keys, ranked past the limit, and the others from their events, merged. A journey ranked below
+ * Journeys from `session_paths`: the sessions without a shared millisecond from their keys,
+ * ranked past the limit, and the others from their events (filters selecting them alike), merged. A journey ranked below
  * those read has at most the last one's count plus every tied session: when that cannot reach the
  * limit's last count, the answer is exact; otherwise every journey is read.
  */
@@ -207,7 +215,8 @@ async function rolledJourneys(
  * its first pageview or, with `startPage` (a goal's path pattern), from its first pageview
  * matching it. A journey is the first `steps` of those paths; sessions with fewer than two are
  * left out, shorter ones count as they are. Ranked by sessions, ties by path in byte order.
- * Unfiltered, read from `session_paths` (ranked `spare` past the limit); filtered, from the events.
+ * From `session_paths` (ranked `spare` past the limit; filtered, the counted sessions' rows),
+ * from the events alone with rollups off.
  */
 export async function journeys(
   ch: ClickHouse,
@@ -216,7 +225,7 @@ export async function journeys(
   opts: JourneyOptions,
   spare = SPARE_JOURNEYS,
 ): Promise<Journey[]> {
-  const counted = rollupApplies(ch, common)
+  const counted = rollupSessionsApply(ch)
     ? readRollup(ch, (settled) => rolledJourneys(ch, siteId, common, opts, settled, spare), 'session_paths')
     : eventJourneys(ch, siteId, common, opts, opts.limit);
   // The sessions in range as the overview counts them (from the rollup when it applies).
