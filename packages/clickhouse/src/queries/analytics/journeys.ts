@@ -171,9 +171,10 @@ function comparePaths(a: string[], b: string[]): number {
 
 /**
  * Journeys from `session_paths`: the sessions without a shared millisecond from their keys,
- * ranked past the limit, and the others from their events (filters selecting them alike), merged. A journey ranked below
- * those read has at most the last one's count plus every tied session: when that cannot reach the
- * limit's last count, the answer is exact; otherwise every journey is read.
+ * ranked past the limit, and the others from their events (filters selecting them alike),
+ * merged. A journey ranked below those read has at most the last one's count plus every tied
+ * session: when that cannot reach the limit's last count, the answer is exact; otherwise every
+ * journey is read.
  */
 async function rolledJourneys(
   ch: ClickHouse,
