@@ -520,20 +520,28 @@ async function migrateScratch(
   }
 }
 
-describe('migration 0012: page titles as a dictionary', () => {
-  const titleType = async (table: string) =>
-    (
-      await ch.query<{ type: string }>(
-        `SELECT type FROM system.columns
-         WHERE database = currentDatabase() AND table = {t:String} AND name = 'page_title'`,
-        { t: table },
-      )
-    )[0]?.type;
+/** One property of a column as `system.columns` has it: its type or its codec. */
+async function columnOf(table: string, column: string, field: 'type' | 'compression_codec') {
+  const [row] = await ch.query<{ v: string }>(
+    `SELECT ${field} AS v FROM system.columns
+     WHERE database = currentDatabase() AND table = {t:String} AND name = {c:String}`,
+    { t: table, c: column },
+  );
+  return row?.v;
+}
 
-  it('stores the page titles of events and events_by_name as a dictionary', async () => {
-    expect(await titleType(storage('events'))).toBe('LowCardinality(String)');
-    expect(await titleType(storage('events_by_name'))).toBe('LowCardinality(String)');
-  });
+/** Asserts one property of a column of `events` and `events_by_name` alike. */
+async function onEventTables(column: string, field: 'type' | 'compression_codec', expected: string) {
+  for (const table of ['events', 'events_by_name']) {
+    expect(await columnOf(storage(table), column, field), table).toBe(expected);
+  }
+}
+
+describe('migration 0012: page titles as a dictionary', () => {
+  const titleType = (table: string) => columnOf(table, 'page_title', 'type');
+
+  it('stores the page titles of events and events_by_name as a dictionary', () =>
+    onEventTables('page_title', 'type', 'LowCardinality(String)'));
 
   it('keeps every stored title byte for byte through the change, and running it again changes nothing', async () => {
     // Titles as bytes: NUL, control bytes, bytes that are not UTF-8, a lone surrogate's
@@ -637,19 +645,10 @@ describe("migration 0013: the visitor's key on every event", () => {
 });
 
 describe('migration 0014: event times stored with T64', () => {
-  const codec = async (table: string) =>
-    (
-      await ch.query<{ codec: string }>(
-        `SELECT compression_codec AS codec FROM system.columns
-         WHERE database = currentDatabase() AND table = {t:String} AND name = 'timestamp'`,
-        { t: table },
-      )
-    )[0]?.codec;
+  const codec = (table: string) => columnOf(table, 'timestamp', 'compression_codec');
 
-  it('gives the times of events and events_by_name the T64 codec', async () => {
-    expect(await codec(storage('events'))).toBe('CODEC(T64)');
-    expect(await codec(storage('events_by_name'))).toBe('CODEC(T64)');
-  });
+  it('gives the times of events and events_by_name the T64 codec', () =>
+    onEventTables('timestamp', 'compression_codec', 'CODEC(T64)'));
 
   it('keeps every time to the millisecond through parts rewritten with it', async () => {
     // The ends of what ingest and reads accept, neighbours a millisecond apart, and times far
