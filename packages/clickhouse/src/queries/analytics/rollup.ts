@@ -38,6 +38,9 @@ export const userKey = (id: string) => `reinterpretAsUInt64(reverse(unhex(${id})
 /** The visitor id of a `userKey` number (as text): its 16 hex digits, lowercase as ingest writes them. */
 export const userIdOfKey = (key: string) => BigInt(key).toString(16).padStart(16, '0');
 
+/** The `userKey` number of a visitor id (16 hex digits), as the engine computes it. */
+export const keyOfUserId = (id: string) => BigInt(`0x${id}`);
+
 export const SESSION_ROW_FIELDS = {
   user_id: { rollup: plain('user_id'), events: `argMin(user_id, ${EVENT_ORDER})` },
   user_key: { rollup: plain('user_key'), events: userKey(`argMin(user_id, ${EVENT_ORDER})`) },
@@ -282,10 +285,7 @@ const onlyCondition = (p: Params, only: Only) =>
   'sessions' in only
     ? `session_id IN ${p.bind('Array(UUID)', only.sessions)}`
     : // The visitors' keys: eight bytes a row to test instead of their ids' text.
-      `user_key IN ${p.bind(
-        'Array(UInt64)',
-        only.users.map((id) => BigInt(`0x${id}`)),
-      )}`;
+      `user_key IN ${p.bind('Array(UInt64)', only.users.map(keyOfUserId))}`;
 
 export interface Edges {
   ids: string[];
@@ -303,7 +303,7 @@ function narrowEdges(edges: Edges, only: Only | undefined): Edges {
   const [keep, keyOf] =
     'sessions' in only
       ? [new Set(only.sessions.map((id) => id.toLowerCase())), (i: number) => edges.ids[i]!.toLowerCase()]
-      : [new Set(only.users.map((id) => BigInt(`0x${id}`).toString())), (i: number) => edges.users[i]!];
+      : [new Set(only.users.map((id) => keyOfUserId(id).toString())), (i: number) => edges.users[i]!];
   const kept = edges.ids.flatMap((_, i) => (keep.has(keyOf(i)) ? [i] : []));
   return { ...edges, ids: kept.map((i) => edges.ids[i]!), users: kept.map((i) => edges.users[i]!) };
 }

@@ -4,6 +4,7 @@ import { type CommonParams, Params, rangeBounds, whereClause } from '../builder'
 import {
   crossingSessions,
   type Edges,
+  keyOfUserId,
   readRollup,
   rollupApplies,
   rollupSessionRows,
@@ -253,7 +254,7 @@ async function listedFields(
   common: CommonParams,
   ids: string[],
 ): Promise<Map<string, EventFields>> {
-  const keys = ids.map((id) => BigInt(`0x${id}`));
+  const keys = ids.map(keyOfUserId);
   const p = new Params();
   const counted = await ch.query<
     Omit<UserRow, 'u_user_id' | 'u_identified_user_id' | LatestField> & { k: string; id_at: string | null }
