@@ -662,6 +662,16 @@ describe('migration 0014: event times stored with T64', () => {
       '2106-02-07 06:28:15.999',
       '2299-12-31 23:59:59.999',
     ];
+    const activeParts = async (table: string) =>
+      Number(
+        (
+          await ch.query<{ n: number }>(
+            `SELECT count() AS n FROM system.parts
+             WHERE database = currentDatabase() AND table = {t:String} AND active`,
+            { t: table },
+          )
+        )[0]?.n,
+      );
     const stored = async (table: string) =>
       (await ch.query<{ t: string }>(`SELECT toString(timestamp) AS t FROM ${table} ORDER BY n`)).map(
         (r) => r.t,
@@ -670,16 +680,24 @@ describe('migration 0014: event times stored with T64', () => {
       '0014_timestamp_t64.sql',
       "site_id UInt32, n UInt32, timestamp DateTime64(3, 'UTC') CODEC(Delta, LZ4)",
       async (table) => {
-        await ch.command(
-          `INSERT INTO ${table} SELECT 1, i, toDateTime64({t:Array(String)}[i], 3, 'UTC')
-           FROM (SELECT arrayJoin(arrayEnumerate({t:Array(String)})) AS i)`,
-          { t: times },
-        );
+        // Two inserts, two parts: the rewrite below has to merge them into a new part.
+        for (const [from, to] of [
+          [0, 3],
+          [3, times.length],
+        ]) {
+          await ch.command(
+            `INSERT INTO ${table} SELECT 1, i + {o:UInt32}, toDateTime64({t:Array(String)}[i], 3, 'UTC')
+             FROM (SELECT arrayJoin(arrayEnumerate({t:Array(String)})) AS i)`,
+            { t: times.slice(from, to), o: from },
+          );
+        }
+        expect(await activeParts(table)).toBe(2);
         expect(await stored(table)).toEqual(times);
       },
       async (table, run) => {
-        // The part written again with the new codec, then read back.
+        // Merged into one part written with the new codec, then read back.
         await ch.command(`OPTIMIZE TABLE ${table} FINAL`);
+        if (run === 1) expect(await activeParts(table)).toBe(1);
         expect(await codec(table), `run ${run}`).toBe('CODEC(T64)');
         expect(await stored(table), `run ${run}`).toEqual(times);
       },
