@@ -10,6 +10,7 @@ import {
   LOCAL_SUFFIX,
   migrateClickHouse,
   Params,
+  planClickHouseMigrations,
   readRollup,
   rollupSessionRows,
   type Settled,
@@ -702,6 +703,109 @@ describe('migration 0014: event times stored with T64', () => {
         expect(await stored(table), `run ${run}`).toEqual(times);
       },
     );
+  });
+});
+
+describe('migration 0015: what a filter needs on the session rows', () => {
+  const site = 44;
+  const session = (n: number) => `0190a6c0-0000-7000-8000-00000000150${n}`;
+  const event = (
+    n: number,
+    s: number,
+    pathname: string,
+    type: string,
+    extra: Record<string, string> = {},
+  ) => ({
+    ...row(
+      site,
+      `0190a6c0-0000-7000-8000-0000000015${String(n).padStart(2, '0')}`,
+      `2026-11-21 09:00:0${n}.000`,
+    ),
+    session_id: session(s),
+    user_id: `00000000000015${String(s).padStart(2, '0')}`,
+    type,
+    pathname,
+    country: 'DE',
+    device_type: 'desktop',
+    ...extra,
+  });
+  /** Each session's row as a read merges it: its path hashes (sorted as text) and hashes. */
+  const facts = () =>
+    ch.query<{ id: string; paths: string[]; low: string; high: string; pageviews: number }>(
+      `SELECT toString(session_id) AS id, arrayMap(h -> toString(h), paths) AS paths,
+         toString(constants_low) AS low, toString(constants_high) AS high, length(pageview_ids) AS pageviews
+       FROM session_facts FINAL WHERE site_id = ${site} ORDER BY id`,
+    );
+  const hashes = async (paths: string[]) =>
+    (
+      await ch.query<{ h: string[] }>(
+        'SELECT arrayMap(p -> toString(cityHash64(p)), {p:Array(String)}) AS h',
+        {
+          p: paths,
+        },
+      )
+    )[0]!.h.sort();
+  const sorted = (rows: Awaited<ReturnType<typeof facts>>) =>
+    rows.map((r) => ({ ...r, paths: [...r.paths].sort() }));
+
+  it('keeps the paths of every event type, and tells a session whose address or browser attributes differ', async () => {
+    await ch.writer.insert({
+      table: 'events',
+      values: [
+        event(1, 1, '/a', 'pageview'),
+        event(2, 1, '/b', 'custom_event'),
+        event(3, 1, '/a', 'error'),
+        event(4, 2, '/a', 'pageview'),
+        event(5, 2, '/c', 'pageview', { country: 'AT' }),
+      ],
+      format: 'JSONEachRow',
+    });
+    const rows = sorted(await facts());
+    expect(rows.map((r) => r.id)).toEqual([session(1), session(2)]);
+    expect(rows[0]!.paths).toEqual(await hashes(['/a', '/b']));
+    expect(rows[0]!.low).toBe(rows[0]!.high);
+    expect(rows[1]!.paths).toEqual(await hashes(['/a', '/c']));
+    expect(rows[1]!.low).not.toBe(rows[1]!.high);
+    const names = await ch.query<{ p: string }>(
+      `SELECT DISTINCT pathname AS p FROM site_paths WHERE site_id = ${site} ORDER BY p`,
+    );
+    expect(names.map((r) => r.p)).toEqual(['/a', '/b', '/c']);
+  });
+
+  it('fills rows stored before it from their events, and running it again changes nothing', async () => {
+    const before = sorted(await facts());
+    expect(before).toHaveLength(2);
+    // The rows as stored before the migration: its columns at their defaults.
+    const old = `site_id, session_id, session_start, session_end, user_id, user_key, first_event, entry, exit,
+      identified, pageview_ids, event_ids`;
+    await ch.command('DROP TABLE IF EXISTS scratch_0015');
+    await ch.command(
+      `CREATE TABLE scratch_0015 ENGINE = Memory AS SELECT ${old} FROM session_facts FINAL WHERE site_id = ${site}`,
+    );
+    try {
+      await ch.command(
+        `ALTER TABLE ${storage('session_facts')} DELETE WHERE site_id = ${site} SETTINGS mutations_sync = 2`,
+      );
+      await ch.command(`INSERT INTO session_facts (${old}) SELECT ${old} FROM scratch_0015`);
+      const stale = await facts();
+      expect(stale.map((r) => [r.paths, r.low, r.high])).toEqual([
+        [[], '18446744073709551615', '0'],
+        [[], '18446744073709551615', '0'],
+      ]);
+      // Such rows are never tested on their own.
+      const [unsure] = await ch.query<{ n: number }>(
+        `SELECT count() AS n FROM session_facts FINAL WHERE site_id = ${site} AND constants_high - constants_low != 0`,
+      );
+      expect(unsure?.n).toBe(2);
+      const plan = await planClickHouseMigrations(CLICKHOUSE_MIGRATIONS, ch.cluster);
+      const migration = plan.find((m) => m.file === '0015_session_filters.sql')!;
+      for (const run of [1, 2]) {
+        for (const statement of migration.statements) await ch.command(statement);
+        expect(sorted(await facts()), `run ${run}`).toEqual(before);
+      }
+    } finally {
+      await ch.command('DROP TABLE IF EXISTS scratch_0015');
+    }
   });
 });
 
