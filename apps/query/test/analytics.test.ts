@@ -174,6 +174,18 @@ const SCENARIOS: Scenario[] = [
     buckets: ['week'],
   },
   { filters: [f('city', 'contains', 'o'), f('utm_source', 'not_equals', 'google')], buckets: ['month'] },
+  // Attributes and paths as a dashboard combines them (the places one session's events differ
+  // on among them).
+  {
+    filters: [f('country', 'equals', 'AU', 'US'), f('pathname', 'contains', 'docs', 'pricing')],
+    buckets: ['day'],
+  },
+  {
+    startDate: '2026-03-21',
+    endDate: '2026-03-21',
+    filters: [f('device_type', 'not_equals', 'desktop'), f('pathname', 'regex', '^/docs', '^/pricing$')],
+    buckets: ['hour'],
+  },
 ];
 
 const cases = SCENARIOS.map((s, i) => [i, s] as const);

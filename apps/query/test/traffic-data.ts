@@ -104,6 +104,22 @@ export function craftedEvents(template: StoredEvent): StoredEvent[] {
       ],
       { user_id: 'cccccccccccccccc' },
     ),
+    // Attributes that hold for nearly every whole session differ between this one's events (a
+    // device type from the screen width, the place of an address as an updated database gives
+    // it): a filter on them has to test each event, not the session's first.
+    ...session(
+      [
+        [at('2026-03-21T10:00:00Z'), 'pageview', '/blog'],
+        [
+          at('2026-03-21T10:05:00Z'),
+          'pageview',
+          '/docs/moved',
+          { country: 'AU', region: 'AU-NSW', device_type: 'tablet' },
+        ],
+        [at('2026-03-21T10:06:00Z'), 'custom_event', '/pricing'],
+      ],
+      { user_id: 'dddddddddddddddd', country: 'NZ', region: 'NZ-AUK', device_type: 'desktop' },
+    ),
     // Three pageviews in one millisecond, then a click: time on page depends on event-id order.
     ...session([
       [at(tie), 'pageview', '/same-ms-a'],

@@ -114,7 +114,7 @@ export function rangeCondition(p: Params, siteId: number, common: CommonParams):
 }
 
 /** One value test of a filter type on an expression; negative types are the negation of the positive. */
-function matchAny(p: Params, expr: string, type: FilterType, values: string[]): string {
+export function matchAny(p: Params, expr: string, type: FilterType, values: string[]): string {
   const list = type.includes('regex') ? '' : p.bind('Array(String)', values);
   // Forms that test dictionary-encoded columns once per distinct value: `IN` (a set; `has()`
   // would decode every row, three times slower) and plain functions of the column, no lambdas.

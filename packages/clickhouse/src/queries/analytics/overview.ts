@@ -11,6 +11,7 @@ import {
   type SessionRowField,
   type Settled,
 } from './rollup';
+import { rowFiltersApply } from './row-filters';
 import { addDays, countedSessions, daysBetween, ratio, SESSION_MS } from './shared';
 import { inPartitions, type KeyedCounts, settledPartsQuery, summarizedDays } from './summaries';
 import { rangeVisitors, visitorDaysApply } from './visitors';
@@ -114,7 +115,8 @@ type OverviewTotals = SessionTotals & { pageviews: number; users: number };
 /**
  * The overview's totals from the rollups. Every event in range of a counted session that matches
  * the filters counts (with no filters: every event of it), and a session has one anonymous
- * visitor: the users follow from the sessions, the pageviews from their matching pageviews.
+ * visitor: the users follow from the sessions, the pageviews from their matching pageviews (or,
+ * where the filters are tested on the session rows, from the matching pageview events counted).
  * Unfiltered, the days whose sessions lie in range and have a summary of their session totals
  * (`sessionTotalDays`) add those totals. The distinct visitors of a long enough closed range
  * come from the days they have events on (`rangeVisitors`); otherwise from the counted sessions,
@@ -135,6 +137,12 @@ async function rollupOverview(
   const unfiltered = rollupApplies(ch, common);
   const counting = visitorDaysApply(ch, common) ? rangeVisitors(ch, siteId, common) : undefined;
   counting?.catch(() => {});
+  // Filters tested on the session rows leave no matching events to count the pageviews from:
+  // they are counted apart, on another read connection meanwhile.
+  const matchingPageviews = rowFiltersApply(ch, common)
+    ? countMatchingPageviews(ch, siteId, common)
+    : undefined;
+  matchingPageviews?.catch(() => {});
   const [days, edges] = await Promise.all([
     unfiltered ? sessionTotalDays(ch, siteId, common, settled) : undefined,
     crossingSessions(ch, siteId, common, settled),
@@ -146,7 +154,12 @@ async function rollupOverview(
     restrict: days && ((q) => inPartitions(q, days.partitions, true)),
     edges,
   });
-  const pageviews = common.filters.length > 0 ? 'sum(m_pageviews)' : 'sum(s_pageviews)';
+  const pageviews =
+    matchingPageviews !== undefined
+      ? '0'
+      : common.filters.length > 0
+        ? 'sum(m_pageviews)'
+        : 'sum(s_pageviews)';
   const read =
     counting !== undefined
       ? `SELECT ${SESSION_TOTAL_AGGREGATES}, ${pageviews} AS pageviews, 0 AS users FROM (${rows})`
@@ -176,6 +189,7 @@ async function rollupOverview(
     users: 0,
   };
   const users = visitors ?? Number(totals.users);
+  if (matchingPageviews !== undefined) return { ...totals, pageviews: await matchingPageviews, users };
   const summed = days?.counts.byValue.get('');
   if (!summed) return { ...totals, users };
   return {
@@ -186,6 +200,16 @@ async function rollupOverview(
     pageviews: Number(totals.pageviews) + summed.n_events,
     users,
   };
+}
+
+/** The pageviews in range that match every filter. */
+async function countMatchingPageviews(ch: ClickHouse, siteId: number, common: CommonParams): Promise<number> {
+  const p = new Params();
+  const [row] = await ch.query<{ n: number }>(
+    `SELECT count() AS n FROM events WHERE ${whereClause(p, siteId, common, ["type = 'pageview'"])}`,
+    p.values,
+  );
+  return Number(row?.n ?? 0);
 }
 
 /**

@@ -1,6 +1,7 @@
 import type { ClickHouse } from '../../client';
 import { type CommonParams, Params, rangeBounds, rangeCondition } from '../builder';
-import { EVENT_ORDER, matchingEvents, SESSION_ATTRIBUTES, SESSION_MS } from './shared';
+import { rowFilterCondition, rowFiltersApply, UNSURE_ROW } from './row-filters';
+import { EVENT_ORDER, matchesFilters, matchingEvents, SESSION_ATTRIBUTES, SESSION_MS } from './shared';
 
 /** What `first_event` holds: the session attributes of SPEC 13 and the hostname. */
 const FIRST_EVENT_ATTRIBUTES = [...SESSION_ATTRIBUTES, 'hostname'] as const;
@@ -174,16 +175,17 @@ export async function readRollup<T>(
  */
 export function fromRollup(
   p: Params,
-  where: string,
+  where: string | ((final: boolean) => string),
   select: (final: boolean) => string,
   settled?: Settled,
   table: SessionRollup = 'session_facts',
   prewhere?: string,
 ): string {
-  const merged = prewhere ? `${where} AND ${prewhere}` : where;
+  const condition = typeof where === 'string' ? () => where : where;
+  const merged = prewhere ? `${condition(true)} AND ${prewhere}` : condition(true);
   if (!settled) return `SELECT ${select(true)} FROM ${table} FINAL WHERE ${merged}`;
   return `SELECT ${select(false)} FROM ${table}${prewhere ? ` PREWHERE ${prewhere}` : ''}
-     WHERE ${where} AND _part IN ${p.bind('Array(String)', settled.parts)}
+     WHERE ${condition(false)} AND _part IN ${p.bind('Array(String)', settled.parts)}
    UNION ALL
    SELECT ${select(true)} FROM ${table} FINAL
      WHERE ${merged} AND _partition_id NOT IN ${p.bind('Array(String)', settled.partitions)}`;
@@ -196,14 +198,18 @@ export function fromRollup(
  * crossing a boundary are found there first and computed from their events in range, read only up
  * to the last end among those that began before the range and from the first start among those
  * that end after it. With filters, only the counted sessions (those with an event in range that
- * matches every filter), joined with the matching events grouped by session, each row with
- * `m_pageviews` (its matching pageviews) too: at 10 M events a filtered overview took half the
- * time of grouping every event of the range by session (docs/benchmarks.md).
+ * matches every filter). Where the filters can be tested on the session rows and no `matched`
+ * column is asked for (row-filters.ts), the rows are tested so, and the sessions whose rows cannot
+ * tell (`Edges.unsure`) are computed from their events as the crossing ones are, those and the
+ * crossing ones kept when one of their events in range matches every filter. Otherwise the rows
+ * are joined with the matching events grouped by session, each row with `m_pageviews` (its
+ * matching pageviews) too: at 10 M events a filtered overview took half the time of grouping
+ * every event of the range by session (docs/benchmarks.md).
  * Returns the SELECT, with its values bound in `p`. With `only`, just those
  * of the sessions or visitors listed; `restrict`, a condition on rollup rows, narrows the
  * sessions read (summarized partitions left out, or a window). `edges`, the range's crossing
- * sessions found before (`crossingSessions`), saves finding them again: they are narrowed to
- * `only` but not to `restrict`, so a caller passes them only where the crossing sessions it
+ * (and unsure) sessions found before (`crossingSessions`), saves finding them again: they are
+ * narrowed to `only` but not to `restrict`, so a caller passes them only where the sessions it
  * restricts out cannot change its answer. `matching`, a condition on events, narrows the
  * matching events looked at (filtered only): sessions whose matching events all fail it are left
  * out, so a caller passes it only where those cannot change its answer. `matched`: more
@@ -231,51 +237,138 @@ export async function rollupSessionRows(
     matched?: string[];
   } = {},
 ): Promise<string> {
+  // Filters tested on the rows (row-filters.ts): no matching events to join, but the sessions
+  // inside the range whose rows cannot tell are computed from their events, as crossing ones are.
+  const byRow = matched.length === 0 && rowFiltersApply(ch, common);
   const edges = found
     ? narrowEdges(found, only)
     : await crossingSessions(ch, siteId, common, settled, only, restrict);
-  const site = p.bind('UInt32', siteId);
-  const { from, to } = rangeBounds(p, common);
-  const inside = [`site_id = ${site}`];
-  if (from) inside.push(`session_start >= ${from}`);
-  if (to) inside.push(`session_end < ${to}`);
-  if (only) inside.push(onlyCondition(p, only));
-  if (restrict) inside.push(restrict(p));
+  const inside = insideRange(p, siteId, common, only, restrict);
+  const passes = byRow ? rowFilterCondition(p, siteId, common) : undefined;
   const rolled = fromRollup(
     p,
-    inside.join(' AND '),
+    passes ? (final) => `${inside} AND ${passes(final)}` : inside,
     (final) =>
       ['session_id', ...fields.map((f) => `${SESSION_ROW_FIELDS[f].rollup(final)} AS s_${f}`)].join(', '),
     settled,
   );
-  const rows = edges.ids.length === 0 ? rolled : crossingRows(p, siteId, common, fields, edges, rolled);
-  if (common.filters.length === 0) return rows;
+  const computed = computedSessions(edges, byRow ? edges.unsure : undefined);
+  const rows =
+    computed.ids.length === 0 ? rolled : crossingRows(p, siteId, common, fields, computed, rolled, byRow);
+  if (common.filters.length === 0 || byRow) return rows;
   return `SELECT * FROM (${rows}) AS s
   INNER JOIN (${matchedSessions(p, siteId, common, matching?.(p), matched)}) AS m USING session_id`;
 }
 
-/** `rolled` and the crossing sessions' rows, computed from their events in range. */
+/** Sessions lying wholly inside the range (of `only`, narrowed by `restrict`), as a condition on rollup rows. */
+function insideRange(
+  p: Params,
+  siteId: number,
+  common: CommonParams,
+  only?: Only,
+  restrict?: (p: Params) => string,
+) {
+  const { from, to } = rangeBounds(p, common);
+  const inside = [`site_id = ${p.bind('UInt32', siteId)}`];
+  if (from) inside.push(`session_start >= ${from}`);
+  if (to) inside.push(`session_end < ${to}`);
+  if (only) inside.push(onlyCondition(p, only));
+  if (restrict) inside.push(restrict(p));
+  return inside.join(' AND ');
+}
+
+/** Sessions computed from their events: ids, and the windows of time their events in range lie in. */
+interface Computed {
+  ids: string[];
+  /** Conditions on `timestamp`, any of which holds for each of their events in range. */
+  near: (p: Params) => string[];
+}
+
+/** The crossing sessions' events in range lie before the last end or after the first start among them. */
+const edgeWindows = (edges: Edges) => (p: Params) =>
+  [
+    edges.until !== null && `timestamp <= ${p.bind("DateTime64(3, 'UTC')", edges.until)}`,
+    edges.from !== null && `timestamp >= ${p.bind("DateTime64(3, 'UTC')", edges.from)}`,
+  ].filter((c): c is string => typeof c === 'string');
+
+/** The crossing sessions, and the unsure ones where filters are tested on the rows. */
+function computedSessions(edges: Edges, unsure: Unsure | undefined): Computed {
+  if (!unsure || unsure.ids.length === 0) return { ids: edges.ids, near: edgeWindows(edges) };
+  return {
+    ids: [...edges.ids, ...unsure.ids].sort(),
+    near: (p) => [
+      ...edgeWindows(edges)(p),
+      `timestamp BETWEEN ${p.bind("DateTime64(3, 'UTC')", unsure.from)} AND ${p.bind("DateTime64(3, 'UTC')", unsure.until)}`,
+    ],
+  };
+}
+
+/**
+ * `rolled` and the rows of sessions computed from their events in range (crossing sessions,
+ * and with `byRow` the unsure ones), those with `byRow` kept when one of their events in range
+ * matches every filter.
+ */
 function crossingRows(
   p: Params,
   siteId: number,
   common: CommonParams,
   fields: SessionRowField[],
-  edges: Edges,
+  sessions: Computed,
   rolled: string,
+  byRow: boolean,
 ): string {
-  const near = [
-    edges.until !== null && `timestamp <= ${p.bind("DateTime64(3, 'UTC')", edges.until)}`,
-    edges.from !== null && `timestamp >= ${p.bind("DateTime64(3, 'UTC')", edges.from)}`,
-  ].filter(Boolean);
+  const near = sessions.near(p);
   const computed = ['session_id', ...fields.map((f) => `${SESSION_ROW_FIELDS[f].events} AS s_${f}`)].join(
     ', ',
   );
   return `${rolled}
   UNION ALL
   SELECT ${computed} FROM events
-  WHERE ${rangeCondition(p, siteId, common)} AND session_id IN ${p.bind('Array(UUID)', edges.ids)}
+  WHERE ${rangeCondition(p, siteId, common)} AND session_id IN ${p.bind('Array(UUID)', sessions.ids)}
     AND (${near.join(' OR ')})
-  GROUP BY session_id`;
+  GROUP BY session_id${byRow ? `\n  HAVING max(${matchesFilters(p, siteId, common)})` : ''}`;
+}
+
+/**
+ * Sessions inside the range whose rows cannot answer row filters (sorted by id, as Edges), their
+ * visitors, and their first start and last end.
+ */
+interface Unsure {
+  ids: string[];
+  /** Each session's visitor (`user_key`, as text). */
+  users: string[];
+  from: string;
+  until: string;
+}
+
+/** The range's sessions (of `only`, narrowed by `restrict`) lying inside it whose rows are unsure. */
+async function unsureSessions(
+  ch: ClickHouse,
+  siteId: number,
+  common: CommonParams,
+  settled: Settled | undefined,
+  only?: Only,
+  restrict?: (p: Params) => string,
+): Promise<Unsure> {
+  const p = new Params();
+  const [row] = await ch.query<{ ids: string[]; users: string[]; first: string | null; last: string | null }>(
+    `SELECT groupArray(session_id) AS ids, groupArray(toString(user_key)) AS users,
+       toString(minOrNull(session_start)) AS first, toString(maxOrNull(session_end)) AS last
+     FROM (${fromRollup(
+       p,
+       `${insideRange(p, siteId, common, only, restrict)} AND ${UNSURE_ROW}`,
+       () => 'session_id, session_start, session_end, user_key',
+       settled,
+     )})`,
+    p.values,
+  );
+  const order = (row?.ids ?? []).map((id, i) => [id, row!.users[i]!] as const).sort(byId);
+  return {
+    ids: order.map(([id]) => id),
+    users: order.map(([, user]) => user),
+    from: row?.first ?? '',
+    until: row?.last ?? '',
+  };
 }
 
 /** Some sessions only: by id, or those of some visitors (anonymous ids: 16 hex digits, SPEC 6). */
@@ -295,6 +388,11 @@ export interface Edges {
   until: string | null;
   /** The first start among the crossing sessions that end after it. */
   from: string | null;
+  /**
+   * With filters tested on the session rows (row-filters.ts): the sessions lying inside the
+   * range whose rows cannot tell, to be tested on their events as the crossing ones are.
+   */
+  unsure?: Unsure;
 }
 
 /** Crossing sessions of `only` among `edges` (the bounds kept: still bounds of the fewer). */
@@ -305,10 +403,16 @@ function narrowEdges(edges: Edges, only: Only | undefined): Edges {
       ? [new Set(only.sessions.map((id) => id.toLowerCase())), (i: number) => edges.ids[i]!.toLowerCase()]
       : [new Set(only.users.map((id) => keyOfUserId(id).toString())), (i: number) => edges.users[i]!];
   const kept = edges.ids.flatMap((_, i) => (keep.has(keyOf(i)) ? [i] : []));
-  return { ...edges, ids: kept.map((i) => edges.ids[i]!), users: kept.map((i) => edges.users[i]!) };
+  const narrowed = { ...edges, ids: kept.map((i) => edges.ids[i]!), users: kept.map((i) => edges.users[i]!) };
+  if (!edges.unsure) return narrowed;
+  const unsure = narrowEdges({ ...edges.unsure, until: null, from: null }, only);
+  return { ...narrowed, unsure: { ...edges.unsure, ids: unsure.ids, users: unsure.users } };
 }
 
-/** The sessions with events both inside and outside the range (none for an open range). */
+/**
+ * The sessions with events both inside and outside the range (none for an open range); where
+ * the filters can be tested on the session rows, the unsure sessions too, side by side.
+ */
 export async function crossingSessions(
   ch: ClickHouse,
   siteId: number,
@@ -317,9 +421,13 @@ export async function crossingSessions(
   only?: Only,
   restrict?: (p: Params) => string,
 ): Promise<Edges> {
+  const unsure = rowFiltersApply(ch, common)
+    ? unsureSessions(ch, siteId, common, settled, only, restrict)
+    : undefined;
+  unsure?.catch(() => {});
   const p = new Params();
   const { from, to } = rangeBounds(p, common);
-  if (!from && !to) return { ids: [], users: [], until: null, from: null };
+  if (!from && !to) return { ids: [], users: [], until: null, from: null, unsure: await unsure };
   const crossing = [from && `session_start < ${from}`, to && `session_end >= ${to}`].filter(Boolean);
   const overlaps = [to && `session_start < ${to}`, from && `session_end >= ${from}`].filter(Boolean);
   const where = [
@@ -350,6 +458,7 @@ export async function crossingSessions(
     users: order.map(([, user]) => user),
     until: row?.edge_until ?? null,
     from: row?.edge_from ?? null,
+    unsure: await unsure,
   };
 }
 

@@ -13,6 +13,7 @@ import {
   type SessionRowField,
   type Settled,
 } from './rollup';
+import { rowFiltersApply } from './row-filters';
 import {
   countedSessions,
   EVENT_ORDER,
@@ -206,10 +207,13 @@ async function leadingSessions(
   offset: number,
 ): Promise<{ s_id: string; s_total: number }[]> {
   const wanted = offset + limit;
-  const total =
-    common.filters.length === 0
-      ? await countedTotal(ch, siteId, common, settled, edges)
-      : await matchedTotal(ch, siteId, common);
+  // Counted while the page is found (on another read connection). Filters tested on the session
+  // rows count the sessions there too (row-filters.ts).
+  const counting =
+    common.filters.length === 0 || rowFiltersApply(ch, common)
+      ? countedTotal(ch, siteId, common, settled, edges)
+      : matchedTotal(ch, siteId, common);
+  counting.catch(() => {});
   let head: string[] = [];
   for (const hours of [...RECENT_HOURS, undefined]) {
     const p = new Params();
@@ -233,12 +237,13 @@ async function leadingSessions(
     const last = head[wanted - 1];
     if (hours === undefined || (last !== undefined && listed(last).start >= Number(row!.since))) break;
   }
+  const total = await counting;
   return head.slice(offset).map((order) => ({ s_id: listed(order).id, s_total: total }));
 }
 
 /**
- * The counted sessions of an unfiltered range: the days whose sessions lie in it counted by
- * their summaries (sessionTotalDays), the other sessions read.
+ * The counted sessions of a range read from the rollup: unfiltered, the days whose sessions lie
+ * in it counted by their summaries (sessionTotalDays), the other sessions read.
  */
 async function countedTotal(
   ch: ClickHouse,
@@ -247,7 +252,7 @@ async function countedTotal(
   settled: Settled | undefined,
   edges: Edges,
 ): Promise<number> {
-  const days = await sessionTotalDays(ch, siteId, common, settled);
+  const days = common.filters.length === 0 ? await sessionTotalDays(ch, siteId, common, settled) : undefined;
   const p = new Params();
   const rest = days && ((q: Params) => inPartitions(q, days.partitions, true));
   // No crossing session belongs to a summarized day (its sessions all lie in the range).

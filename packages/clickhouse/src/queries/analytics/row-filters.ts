@@ -1,0 +1,80 @@
+import type { ClickHouse } from '../../client';
+import { type CommonParams, type FilterParameter, matchAny, type Params } from '../builder';
+
+/**
+ * Filters tested on a session's `session_facts` row instead of its events (migration 0015).
+ *
+ * SPEC 13 counts a session when one of its events in range matches every filter. For a session
+ * lying wholly inside the range (all its events are in it) whose constant attributes agree on
+ * every event (`constants_low = constants_high`), an event matching every filter exists exactly
+ * when its first event's constant attributes pass their filters and one of its paths passes
+ * every path filter: the constant attributes are the same on all its events, so only the path
+ * tells its events apart. That holds while the filters name no other attribute that varies
+ * from event to event (hostname, referrer, event name…): with one, the same event would have
+ * to pass two tests that the row keeps apart, and the answer reads the events.
+ *
+ * A path filter is tested once per distinct path of the site (`site_paths`), the session
+ * matching when one of its path hashes is among those that pass.
+ */
+
+/** Attributes that come from the visitor's address and browser: the hashes of 0015 cover them. */
+const CONSTANT_ATTRIBUTES = new Set<FilterParameter>([
+  'country',
+  'region',
+  'city',
+  'browser',
+  'browser_version',
+  'operating_system',
+  'operating_system_version',
+  'device_type',
+  'language',
+]);
+
+/** Whether the filters of `common` (some) can be tested on session rows. */
+export const rowFiltersApply = (ch: ClickHouse, common: CommonParams) =>
+  ch.rollups !== false &&
+  common.filters.length > 0 &&
+  common.filters.every((f) => CONSTANT_ATTRIBUTES.has(f.parameter) || f.parameter === 'pathname');
+
+/** An element of `first_event`: a subcolumn unless FINAL merges the tuple (see 0005). */
+const firstEvent = (name: string, final: boolean) =>
+  final ? `tupleElement(first_event, '${name}')` : `first_event.${name}`;
+
+/**
+ * The condition on a `session_facts` row (read with FINAL or not) that its session has an event
+ * matching every filter, for a session lying wholly inside the range; false for a session whose
+ * constant attributes differ between its events (those are tested on their events, `unsure`).
+ */
+export function rowFilterCondition(
+  p: Params,
+  siteId: number,
+  common: CommonParams,
+): (final: boolean) => string {
+  // Values bound once: the two forms of a read (settled parts, merged ones) share them, and the
+  // paths' subquery is then one and the same text.
+  const attributes = common.filters
+    .filter((f) => f.parameter !== 'pathname')
+    .map((f) =>
+      [false, true].map((final) => `(${matchAny(p, firstEvent(f.parameter, final), f.type, f.value)})`),
+    );
+  const paths = common.filters
+    .filter((f) => f.parameter === 'pathname')
+    .map((f) => `(${matchAny(p, 'pathname', f.type, f.value)})`);
+  const passing =
+    paths.length > 0
+      ? `hasAny(paths, (SELECT groupArray(cityHash64(pathname)) FROM site_paths
+      WHERE site_id = ${p.bind('UInt32', siteId)} AND ${paths.join(' AND ')}))`
+      : undefined;
+  return (final) =>
+    [
+      'constants_low = constants_high',
+      ...attributes.map((forms) => forms[final ? 1 : 0]!),
+      ...(passing ? [passing] : []),
+    ].join(' AND ');
+}
+
+/**
+ * A `session_facts` row whose constant attributes differ between its events (or not yet known),
+ * in the form the index of 0015 skips granules by.
+ */
+export const UNSURE_ROW = 'constants_high - constants_low != 0';
