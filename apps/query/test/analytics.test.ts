@@ -186,6 +186,13 @@ const SCENARIOS: Scenario[] = [
     filters: [f('device_type', 'not_equals', 'desktop'), f('pathname', 'regex', '^/docs', '^/pricing$')],
     buckets: ['hour'],
   },
+  // A negative entry page filter over sessions without pageviews (none to match).
+  {
+    startDate: '2026-03-14',
+    endDate: '2026-03-15',
+    filters: [f('entry_page', 'not_equals', '/blog'), f('browser', 'not_equals', 'Safari')],
+    buckets: ['hour'],
+  },
 ];
 
 const cases = SCENARIOS.map((s, i) => [i, s] as const);

@@ -1,5 +1,5 @@
 import type { ClickHouse } from '../../client';
-import { type CommonParams, type FilterParameter, matchAny, type Params } from '../builder';
+import { type CommonParams, type Filter, type FilterParameter, matchAny, type Params } from '../builder';
 
 /**
  * Filters tested on a session's `session_facts` row instead of its events (migration 0015).
@@ -11,7 +11,9 @@ import { type CommonParams, type FilterParameter, matchAny, type Params } from '
  * every path filter: the constant attributes are the same on all its events, so only the path
  * tells its events apart. That holds while the filters name no other attribute that varies
  * from event to event (hostname, referrer, event name…): with one, the same event would have
- * to pass two tests that the row keeps apart, and the answer reads the events.
+ * to pass two tests that the row keeps apart, and the answer reads the events. The entry and
+ * exit page are the session's own (SPEC 8): for a session inside the range, those of its row,
+ * and a session without pageviews has none to match.
  *
  * A path filter is tested once per distinct path of the site (`site_paths`), the session
  * matching when one of its path hashes is among those that pass.
@@ -30,15 +32,32 @@ const CONSTANT_ATTRIBUTES = new Set<FilterParameter>([
   'language',
 ]);
 
+/** Filters of the session itself: its entry and exit page, as the row has them. */
+const SESSION_PAGES: Partial<Record<FilterParameter, 'entry' | 'exit'>> = {
+  entry_page: 'entry',
+  exit_page: 'exit',
+};
+
 /** Whether the filters of `common` (some) can be tested on session rows. */
 export const rowFiltersApply = (ch: ClickHouse, common: CommonParams) =>
   ch.rollups !== false &&
   common.filters.length > 0 &&
-  common.filters.every((f) => CONSTANT_ATTRIBUTES.has(f.parameter) || f.parameter === 'pathname');
+  common.filters.every(
+    (f) => CONSTANT_ATTRIBUTES.has(f.parameter) || f.parameter === 'pathname' || f.parameter in SESSION_PAGES,
+  );
 
-/** An element of `first_event`: a subcolumn unless FINAL merges the tuple (see 0005). */
-const firstEvent = (name: string, final: boolean) =>
-  final ? `tupleElement(first_event, '${name}')` : `first_event.${name}`;
+/** An element of a tuple column: a subcolumn unless FINAL merges the tuple (see 0005). */
+const element = (column: string, name: string, final: boolean) =>
+  final ? `tupleElement(${column}, '${name}')` : `${column}.${name}`;
+
+/** A filter's test on the row (not a path filter): on its first event's value or its own page. */
+function rowTest(p: Params, f: Filter, final: boolean): string {
+  const page = SESSION_PAGES[f.parameter];
+  if (!page) return `(${matchAny(p, element('first_event', f.parameter, final), f.type, f.value)})`;
+  // A session without pageviews has no entry or exit page: no such filter passes it.
+  const pageviews = final ? 'length(pageview_ids)' : 'pageview_ids.size0';
+  return `(${pageviews} > 0 AND ${matchAny(p, element(page, 'pathname', final), f.type, f.value)})`;
+}
 
 /**
  * The condition on a `session_facts` row (read with FINAL or not) that its session has an event
@@ -54,9 +73,7 @@ export function rowFilterCondition(
   // paths' subquery is then one and the same text.
   const attributes = common.filters
     .filter((f) => f.parameter !== 'pathname')
-    .map((f) =>
-      [false, true].map((final) => `(${matchAny(p, firstEvent(f.parameter, final), f.type, f.value)})`),
-    );
+    .map((f) => [false, true].map((final) => rowTest(p, f, final)));
   const paths = common.filters
     .filter((f) => f.parameter === 'pathname')
     .map((f) => `(${matchAny(p, 'pathname', f.type, f.value)})`);
