@@ -1,7 +1,15 @@
 import type { ClickHouse } from '../../client';
 import { type CommonParams, Params, rangeBounds, rangeCondition } from '../builder';
 import { rowFilterCondition, rowFiltersApply, UNSURE_ROW } from './row-filters';
-import { EVENT_ORDER, matchesFilters, matchingEvents, SESSION_ATTRIBUTES, SESSION_MS } from './shared';
+import {
+  EVENT_ORDER,
+  matchesFilters,
+  matchingEvents,
+  rollupElement,
+  rollupSize,
+  SESSION_ATTRIBUTES,
+  SESSION_MS,
+} from './shared';
 
 /** What `first_event` holds: the session attributes of SPEC 13 and the hostname. */
 const FIRST_EVENT_ATTRIBUTES = [...SESSION_ATTRIBUTES, 'hostname'] as const;
@@ -18,18 +26,10 @@ interface SessionField {
   events: string;
 }
 
-/** An element of a tuple column: a subcolumn (read alone) unless FINAL merges the tuple. */
-const element = (column: string, name: string) => (final: boolean) =>
-  final ? `tupleElement(${column}, '${name}')` : `${column}.${name}`;
 const plain = (expression: string) => () => expression;
-/**
- * The length of an array column: its sizes subcolumn (read alone) unless FINAL merges the
- * arrays. `length()` reads the whole arrays: a third of an unfiltered users list's read.
- */
-const size = (column: string) => (final: boolean) => (final ? `length(${column})` : `${column}.size0`);
 
 const attribute = (a: FirstEventAttribute): SessionField => ({
-  rollup: element('first_event', a),
+  rollup: rollupElement('first_event', a),
   events: `toString(argMin(${a}, ${EVENT_ORDER}))`,
 });
 
@@ -45,8 +45,8 @@ export const keyOfUserId = (id: string) => BigInt(`0x${id}`);
 export const SESSION_ROW_FIELDS = {
   user_id: { rollup: plain('user_id'), events: `argMin(user_id, ${EVENT_ORDER})` },
   user_key: { rollup: plain('user_key'), events: userKey(`argMin(user_id, ${EVENT_ORDER})`) },
-  pageviews: { rollup: size('pageview_ids'), events: `countIf(type = 'pageview')` },
-  events: { rollup: size('event_ids'), events: 'count()' },
+  pageviews: { rollup: rollupSize('pageview_ids'), events: `countIf(type = 'pageview')` },
+  events: { rollup: rollupSize('event_ids'), events: 'count()' },
   ms: {
     rollup: plain('toUnixTimestamp64Milli(session_end) - toUnixTimestamp64Milli(session_start)'),
     events: SESSION_MS,
@@ -54,15 +54,15 @@ export const SESSION_ROW_FIELDS = {
   start: { rollup: plain('session_start'), events: 'min(timestamp)' },
   end: { rollup: plain('session_end'), events: 'max(timestamp)' },
   entry_page: {
-    rollup: element('entry', 'pathname'),
+    rollup: rollupElement('entry', 'pathname'),
     events: `toString(argMinIf(pathname, ${EVENT_ORDER}, type = 'pageview'))`,
   },
   exit_page: {
-    rollup: element('exit', 'pathname'),
+    rollup: rollupElement('exit', 'pathname'),
     events: `toString(argMaxIf(pathname, ${EVENT_ORDER}, type = 'pageview'))`,
   },
   identified_user_id: {
-    rollup: element('identified', 'identified_user_id'),
+    rollup: rollupElement('identified', 'identified_user_id'),
     events: `argMaxIf(identified_user_id, ${EVENT_ORDER}, identified_user_id != '')`,
   },
   /**

@@ -1,5 +1,6 @@
 import type { ClickHouse } from '../../client';
 import { type CommonParams, type Filter, type FilterParameter, matchAny, type Params } from '../builder';
+import { rollupElement, rollupSize } from './shared';
 
 /**
  * Filters tested on a session's `session_facts` row instead of its events (migration 0015).
@@ -33,30 +34,26 @@ const CONSTANT_ATTRIBUTES = new Set<FilterParameter>([
 ]);
 
 /** Filters of the session itself: its entry and exit page, as the row has them. */
-const SESSION_PAGES: Partial<Record<FilterParameter, 'entry' | 'exit'>> = {
-  entry_page: 'entry',
-  exit_page: 'exit',
-};
+const SESSION_PAGES = new Map<FilterParameter, 'entry' | 'exit'>([
+  ['entry_page', 'entry'],
+  ['exit_page', 'exit'],
+]);
 
 /** Whether the filters of `common` (some) can be tested on session rows. */
 export const rowFiltersApply = (ch: ClickHouse, common: CommonParams) =>
   ch.rollups !== false &&
   common.filters.length > 0 &&
   common.filters.every(
-    (f) => CONSTANT_ATTRIBUTES.has(f.parameter) || f.parameter === 'pathname' || f.parameter in SESSION_PAGES,
+    (f) =>
+      CONSTANT_ATTRIBUTES.has(f.parameter) || f.parameter === 'pathname' || SESSION_PAGES.has(f.parameter),
   );
-
-/** An element of a tuple column: a subcolumn unless FINAL merges the tuple (see 0005). */
-const element = (column: string, name: string, final: boolean) =>
-  final ? `tupleElement(${column}, '${name}')` : `${column}.${name}`;
 
 /** A filter's test on the row (not a path filter): on its first event's value or its own page. */
 function rowTest(p: Params, f: Filter, final: boolean): string {
-  const page = SESSION_PAGES[f.parameter];
-  if (!page) return `(${matchAny(p, element('first_event', f.parameter, final), f.type, f.value)})`;
+  const page = SESSION_PAGES.get(f.parameter);
+  if (!page) return `(${matchAny(p, rollupElement('first_event', f.parameter)(final), f.type, f.value)})`;
   // A session without pageviews has no entry or exit page: no such filter passes it.
-  const pageviews = final ? 'length(pageview_ids)' : 'pageview_ids.size0';
-  return `(${pageviews} > 0 AND ${matchAny(p, element(page, 'pathname', final), f.type, f.value)})`;
+  return `(${rollupSize('pageview_ids')(final)} > 0 AND ${matchAny(p, rollupElement(page, 'pathname')(final), f.type, f.value)})`;
 }
 
 /**

@@ -37,6 +37,21 @@ export const SESSION_ATTRIBUTES = [
   'language',
 ] as const;
 
+/**
+ * An element of a tuple column of a per-session rollup: a subcolumn (read alone) unless FINAL
+ * merges the tuple (then the element of the merged tuple, see 0005).
+ */
+export const rollupElement = (column: string, name: string) => (final: boolean) =>
+  final ? `tupleElement(${column}, '${name}')` : `${column}.${name}`;
+
+/**
+ * The length of an array column of a per-session rollup: its sizes subcolumn (read alone)
+ * unless FINAL merges the arrays. `length()` reads the whole arrays: a third of an unfiltered
+ * users list's read.
+ */
+export const rollupSize = (column: string) => (final: boolean) =>
+  final ? `length(${column})` : `${column}.size0`;
+
 /** Milliseconds between a session's first and last event in range. */
 export const SESSION_MS = 'toUnixTimestamp64Milli(max(timestamp)) - toUnixTimestamp64Milli(min(timestamp))';
 
