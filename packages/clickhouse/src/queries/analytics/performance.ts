@@ -3,7 +3,7 @@ import { WEB_VITALS, type WebVital } from '../../rows';
 import { type CommonParams, Params } from '../builder';
 import { type Bucket, bucketSecondsOf, exceedsBucketLimit, overBuckets } from './buckets';
 import { fromEventsOfType } from './errors';
-import { rankedPage } from './shared';
+import { rankedPage, VISITOR_ATTRIBUTES } from './shared';
 
 /** The percentiles every answer gives per vital. */
 export const VITAL_PERCENTILES = [
@@ -114,19 +114,7 @@ export async function performanceBucketed(
 }
 
 /** Event columns the vitals can be broken down by. */
-export const PERFORMANCE_DIMENSIONS = [
-  'pathname',
-  'hostname',
-  'country',
-  'region',
-  'city',
-  'browser',
-  'browser_version',
-  'operating_system',
-  'operating_system_version',
-  'device_type',
-  'language',
-] as const;
+export const PERFORMANCE_DIMENSIONS = ['pathname', 'hostname', ...VISITOR_ATTRIBUTES] as const;
 export type PerformanceDimension = (typeof PERFORMANCE_DIMENSIONS)[number];
 
 export type PerformanceDimensionItem = VitalStats & { value: string; event_count: number };

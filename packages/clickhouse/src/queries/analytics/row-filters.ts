@@ -1,6 +1,6 @@
 import type { ClickHouse } from '../../client';
 import { type CommonParams, type Filter, type FilterParameter, matchAny, type Params } from '../builder';
-import { rollupElement, rollupSize } from './shared';
+import { rollupElement, rollupSize, VISITOR_ATTRIBUTES } from './shared';
 
 /**
  * Filters tested on a session's `session_facts` row instead of its events (migration 0015).
@@ -21,17 +21,7 @@ import { rollupElement, rollupSize } from './shared';
  */
 
 /** Attributes that come from the visitor's address and browser: the hashes of 0015 cover them. */
-const CONSTANT_ATTRIBUTES = new Set<FilterParameter>([
-  'country',
-  'region',
-  'city',
-  'browser',
-  'browser_version',
-  'operating_system',
-  'operating_system_version',
-  'device_type',
-  'language',
-]);
+const CONSTANT_ATTRIBUTES = new Set<FilterParameter>(VISITOR_ATTRIBUTES);
 
 /** Filters of the session itself: its entry and exit page, as the row has them. */
 const SESSION_PAGES = new Map<FilterParameter, 'entry' | 'exit'>([

@@ -17,6 +17,22 @@ export function hoursBeforeEnd(p: Params, common: CommonParams, hours: number): 
   return `${to ? `least(${to}, now64(3))` : 'now64(3)'} - INTERVAL ${p.bind('UInt32', hours)} HOUR`;
 }
 
+/**
+ * Attributes that come from the visitor's address (the place) and browser (its user agent,
+ * screen and language): as a rule the same on every event of a session (row-filters.ts).
+ */
+export const VISITOR_ATTRIBUTES = [
+  'country',
+  'region',
+  'city',
+  'browser',
+  'browser_version',
+  'operating_system',
+  'operating_system_version',
+  'device_type',
+  'language',
+] as const;
+
 /** Attributes a session takes from its first event in range (SPEC 13). */
 export const SESSION_ATTRIBUTES = [
   'referrer',
