@@ -186,6 +186,20 @@ const SCENARIOS: Scenario[] = [
     filters: [f('device_type', 'not_equals', 'desktop'), f('pathname', 'regex', '^/docs', '^/pricing$')],
     buckets: ['hour'],
   },
+  // The session whose events differ: its first event and paths pass, but no one event does;
+  // and one event does (counted once).
+  {
+    startDate: '2026-03-21',
+    endDate: '2026-03-21',
+    filters: [f('country', 'equals', 'NZ'), f('pathname', 'contains', 'docs')],
+    buckets: ['hour'],
+  },
+  {
+    startDate: '2026-03-21',
+    endDate: '2026-03-21',
+    filters: [f('country', 'equals', 'NZ'), f('pathname', 'contains', 'pricing')],
+    buckets: ['hour'],
+  },
   // A negative entry page filter over sessions without pageviews (none to match).
   {
     startDate: '2026-03-14',

@@ -11,7 +11,7 @@ import {
   type SessionRowField,
   type Settled,
 } from './rollup';
-import { rowFiltersApply } from './row-filters';
+import { rowFiltersApply, unsureApply } from './row-filters';
 import { addDays, countedSessions, daysBetween, ratio, SESSION_MS } from './shared';
 import { inPartitions, type KeyedCounts, settledPartsQuery, summarizedDays } from './summaries';
 import { rangeVisitors, visitorDaysApply } from './visitors';
@@ -145,7 +145,7 @@ async function rollupOverview(
   matchingPageviews?.catch(() => {});
   const [days, edges] = await Promise.all([
     unfiltered ? sessionTotalDays(ch, siteId, common, settled) : undefined,
-    crossingSessions(ch, siteId, common, settled),
+    crossingSessions(ch, siteId, common, settled, undefined, undefined, unsureApply(ch, common)),
   ]);
   const p = new Params();
   const fields: SessionRowField[] =

@@ -1,6 +1,6 @@
 import type { ClickHouse } from '../../client';
 import { type CommonParams, Params, rangeBounds, rangeCondition } from '../builder';
-import { rowFilterCondition, rowFiltersApply, UNSURE_ROW } from './row-filters';
+import { rowFilterCondition, rowFiltersApply, UNSURE_ROW, unsureApply } from './row-filters';
 import {
   EVENT_ORDER,
   matchesFilters,
@@ -107,8 +107,9 @@ export function matchedSessions(
   common: CommonParams,
   extra: string | undefined,
   columns: string[],
+  table: 'events' | 'events_by_name' = 'events',
 ): string {
-  return `SELECT session_id, ${["countIf(type = 'pageview') AS m_pageviews", ...columns].join(', ')} FROM events
+  return `SELECT session_id, ${["countIf(type = 'pageview') AS m_pageviews", ...columns].join(', ')} FROM ${table}
   WHERE ${matchingEvents(p, siteId, common)}${extra ? ` AND ${extra}` : ''}
   GROUP BY session_id`;
 }
@@ -212,7 +213,9 @@ export function fromRollup(
  * narrowed to `only` but not to `restrict`, so a caller passes them only where the sessions it
  * restricts out cannot change its answer. `matching`, a condition on events, narrows the
  * matching events looked at (filtered only): sessions whose matching events all fail it are left
- * out, so a caller passes it only where those cannot change its answer. `matched`: more
+ * out, so a caller passes it only where those cannot change its answer; `matchedFrom`
+ * `events_by_name` reads them there, where `matching` keeps custom events or outbound clicks
+ * only (a fifth of the rows, sorted by type first). `matched`: more
  * columns of each counted session, aggregates over its matching events. Call within
  * readRollup(), which gives `settled`.
  */
@@ -228,12 +231,14 @@ export async function rollupSessionRows(
     restrict,
     edges: found,
     matching,
+    matchedFrom,
     matched = [],
   }: {
     only?: Only;
     restrict?: (p: Params) => string;
     edges?: Edges;
     matching?: (p: Params) => string;
+    matchedFrom?: 'events_by_name';
     matched?: string[];
   } = {},
 ): Promise<string> {
@@ -242,22 +247,29 @@ export async function rollupSessionRows(
   const byRow = matched.length === 0 && rowFiltersApply(ch, common);
   const edges = found
     ? narrowEdges(found, only)
-    : await crossingSessions(ch, siteId, common, settled, only, restrict);
+    : await crossingSessions(ch, siteId, common, settled, only, restrict, byRow && unsureApply(ch, common));
+  const unsure =
+    byRow && unsureApply(ch, common)
+      ? (edges.unsure ?? (await unsureSessions(ch, siteId, common, settled, only, restrict)))
+      : undefined;
   const inside = insideRange(p, siteId, common, only, restrict);
   const passes = byRow ? rowFilterCondition(p, siteId, common) : undefined;
+  // The unsure sessions are left to their events.
+  const sure =
+    unsure && unsure.ids.length > 0 ? ` AND session_id NOT IN ${p.bind('Array(UUID)', unsure.ids)}` : '';
   const rolled = fromRollup(
     p,
-    passes ? (final) => `${inside} AND ${passes(final)}` : inside,
+    passes ? (final) => `${inside} AND ${passes(final)}${sure}` : inside,
     (final) =>
       ['session_id', ...fields.map((f) => `${SESSION_ROW_FIELDS[f].rollup(final)} AS s_${f}`)].join(', '),
     settled,
   );
-  const computed = computedSessions(edges, byRow ? edges.unsure : undefined);
+  const computed = computedSessions(edges, unsure);
   const rows =
     computed.ids.length === 0 ? rolled : crossingRows(p, siteId, common, fields, computed, rolled, byRow);
   if (common.filters.length === 0 || byRow) return rows;
   return `SELECT * FROM (${rows}) AS s
-  INNER JOIN (${matchedSessions(p, siteId, common, matching?.(p), matched)}) AS m USING session_id`;
+  INNER JOIN (${matchedSessions(p, siteId, common, matching?.(p), matched, matchedFrom)}) AS m USING session_id`;
 }
 
 /** Sessions lying wholly inside the range (of `only`, narrowed by `restrict`), as a condition on rollup rows. */
@@ -410,8 +422,9 @@ function narrowEdges(edges: Edges, only: Only | undefined): Edges {
 }
 
 /**
- * The sessions with events both inside and outside the range (none for an open range); where
- * the filters can be tested on the session rows, the unsure sessions too, side by side.
+ * The sessions with events both inside and outside the range (none for an open range); with
+ * `withUnsure` (for reads testing the filters on the session rows, `unsureApply`), the unsure
+ * sessions too, side by side.
  */
 export async function crossingSessions(
   ch: ClickHouse,
@@ -420,10 +433,9 @@ export async function crossingSessions(
   settled: Settled | undefined,
   only?: Only,
   restrict?: (p: Params) => string,
+  withUnsure = false,
 ): Promise<Edges> {
-  const unsure = rowFiltersApply(ch, common)
-    ? unsureSessions(ch, siteId, common, settled, only, restrict)
-    : undefined;
+  const unsure = withUnsure ? unsureSessions(ch, siteId, common, settled, only, restrict) : undefined;
   unsure?.catch(() => {});
   const p = new Params();
   const { from, to } = rangeBounds(p, common);

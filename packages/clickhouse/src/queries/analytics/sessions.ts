@@ -13,7 +13,7 @@ import {
   type SessionRowField,
   type Settled,
 } from './rollup';
-import { rowFiltersApply } from './row-filters';
+import { rowFiltersApply, unsureApply } from './row-filters';
 import {
   countedSessions,
   EVENT_ORDER,
@@ -150,7 +150,9 @@ export async function listSessions(
   const rolled = rollupSessionsApply(ch);
   const list = async (settled?: Settled) => {
     // The range's crossing sessions, found once for every read of the rollup below.
-    const edges = rolled ? await crossingSessions(ch, siteId, scoped, settled) : undefined;
+    const edges = rolled
+      ? await crossingSessions(ch, siteId, scoped, settled, undefined, undefined, unsureApply(ch, scoped))
+      : undefined;
     const rank = async (limit: number, offset: number) => {
       if (edges) return leadingSessions(ch, siteId, scoped, settled, edges, limit, offset);
       const p = new Params();
