@@ -300,9 +300,13 @@ async function matchedEventValueRows(
   // Event names are shares of the matching custom events: the counted sessions without one add
   // nothing to the answer (the session total, which nothing reads for them, aside), so only
   // the matching custom events are grouped.
+  // Custom events read where they are sorted apart (at 10 M events, in-process: 383 against
+  // 681 ms reading them among all events).
   const sessions = await rollupSessionRows(ch, p, siteId, common, ['pageviews'], settled, {
     matched: [`${eventValues(parameter, '1')} AS s_vals`],
-    matching: parameter === 'event_name' ? () => `type = 'custom_event'` : undefined,
+    ...(parameter === 'event_name'
+      ? { matching: () => `type = 'custom_event'`, matchedFrom: 'events_by_name' as const }
+      : {}),
   });
   const rows = await ch.query<Row & { day: number }>(
     `SELECT * FROM (${rankEventValues(sessions, false, false)})`,
