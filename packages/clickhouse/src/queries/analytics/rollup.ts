@@ -245,13 +245,13 @@ export async function rollupSessionRows(
   // Filters tested on the rows (row-filters.ts): no matching events to join, but the sessions
   // inside the range whose rows cannot tell are computed from their events, as crossing ones are.
   const byRow = matched.length === 0 && rowFiltersApply(ch, common);
+  const withUnsure = byRow && unsureApply(ch, common);
   const edges = found
     ? narrowEdges(found, only)
-    : await crossingSessions(ch, siteId, common, settled, only, restrict, byRow && unsureApply(ch, common));
-  const unsure =
-    byRow && unsureApply(ch, common)
-      ? (edges.unsure ?? (await unsureSessions(ch, siteId, common, settled, only, restrict)))
-      : undefined;
+    : await crossingSessions(ch, siteId, common, settled, only, restrict, withUnsure);
+  const unsure = withUnsure
+    ? (edges.unsure ?? (await unsureSessions(ch, siteId, common, settled, only, restrict)))
+    : undefined;
   const inside = insideRange(p, siteId, common, only, restrict);
   const passes = byRow ? rowFilterCondition(p, siteId, common) : undefined;
   // The unsure sessions are left to their events.
@@ -374,10 +374,8 @@ async function unsureSessions(
      )})`,
     p.values,
   );
-  const order = (row?.ids ?? []).map((id, i) => [id, row!.users[i]!] as const).sort(byId);
   return {
-    ids: order.map(([id]) => id),
-    users: order.map(([, user]) => user),
+    ...sortedById(row?.ids ?? [], row?.users ?? []),
     from: row?.first ?? '',
     until: row?.last ?? '',
   };
@@ -461,18 +459,23 @@ export async function crossingSessions(
      FROM (${fromRollup(p, where, () => 'session_id, session_start, session_end, user_key', settled)})`,
     p.values,
   );
-  // Sorted by id: the lists become the bound values of later reads, and the same values each
-  // time let the engine reuse what it learnt of those conditions (its query condition cache:
-  // which granules hold no row), where a list in another order reads as a new condition.
-  const order = (row?.ids ?? []).map((id, i) => [id, row!.users[i]!] as const).sort(byId);
   return {
-    ids: order.map(([id]) => id),
-    users: order.map(([, user]) => user),
+    ...sortedById(row?.ids ?? [], row?.users ?? []),
     until: row?.edge_until ?? null,
     from: row?.edge_from ?? null,
     unsure: await unsure,
   };
 }
 
-const byId = (a: readonly [string, string], b: readonly [string, string]) =>
-  a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : 0;
+/**
+ * Session ids with their visitors, sorted by id: the lists become the bound values of later
+ * reads, and the same values each time let the engine reuse what it learnt of those conditions
+ * (its query condition cache: which granules hold no row), where a list in another order reads
+ * as a new condition.
+ */
+function sortedById(ids: string[], users: string[]): { ids: string[]; users: string[] } {
+  const order = ids
+    .map((id, i) => [id, users[i]!] as const)
+    .sort((a, b) => (a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : 0));
+  return { ids: order.map(([id]) => id), users: order.map(([, user]) => user) };
+}
