@@ -142,7 +142,7 @@ export class SummaryBuilder {
       });
       this.reads.inc(report.reads);
       this.rows.inc(report.rows);
-      if (report.reads > 0) {
+      if (report.reads > 0 || report.pageDays > 0) {
         this.deps.log.info(
           { siteId, ...report, ms: Math.round(performance.now() - started) },
           'summaries built',

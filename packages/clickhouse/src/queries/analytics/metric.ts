@@ -1,5 +1,6 @@
 import type { ClickHouse } from '../../client';
 import { type CommonParams, type FilterParameter, Params } from '../builder';
+import { sessionPageCounts, sessionPagesApply } from './pages';
 import {
   byteOrder,
   EVENT_KEY_MS,
@@ -346,6 +347,7 @@ function keyedPageValues(
   settled: Settled | undefined,
   restrict?: string,
   byDay = false,
+  matching?: string,
 ): string {
   const inRange = keyInRange(p, common);
   const perPage = parameter === 'pathname';
@@ -373,7 +375,7 @@ function keyedPageValues(
   const matched = perPage ? [`groupArrayIf(${EVENT_KEY_MS}, type = 'pageview') AS m_at_ms`] : [];
   const rows = filtered
     ? `SELECT * FROM (${paths}) AS s
-      INNER JOIN (${matchedSessions(p, siteId, common, undefined, matched)}) AS m USING session_id`
+      INNER JOIN (${matchedSessions(p, siteId, common, matching, matched)}) AS m USING session_id`
     : paths;
   // One level of subquery per step: an alias is expanded into every expression that uses it,
   // so one flat SELECT of these chained arrays took the engine 30-40 ms to plan (docs/benchmarks.md).
@@ -466,6 +468,7 @@ async function keyedCounts(
   settled: Settled | undefined,
   restrict?: (p: Params) => string,
   byDay = false,
+  matching?: (p: Params) => string,
 ): Promise<Map<number, KeyedCounts> | undefined> {
   const p = new Params();
   const narrow = restrict?.(p);
@@ -474,7 +477,7 @@ async function keyedCounts(
   >(
     parameter === 'event_name'
       ? keyedEventNames(p, siteId, common, settled, narrow, byDay)
-      : keyedPageValues(p, siteId, common, parameter, settled, narrow, byDay),
+      : keyedPageValues(p, siteId, common, parameter, settled, narrow, byDay, matching?.(p)),
     p.values,
   );
   const tied = rows.filter((r) => Number(r.tied) === 1);
@@ -537,18 +540,27 @@ async function keyedMetricRows(
           keyedCounts(ch, siteId, common, parameter, settled, (p) => inPartitions(p, missing), true),
         )
       : undefined;
+  // Filtered, the settled days' counted sessions from `session_pages` where it applies (pages.ts).
+  const pages =
+    common.filters.length > 0 && parameter !== 'event_name' && sessionPagesApply(ch, common)
+      ? await sessionPageCounts(ch, siteId, common, parameter, settled)
+      : undefined;
   const live = await keyedCounts(
     ch,
     siteId,
     common,
     parameter,
     settled,
-    days && ((p) => inPartitions(p, days.partitions, true)),
+    days ? (p) => inPartitions(p, days.partitions, true) : pages?.restrict,
+    false,
+    pages?.matching,
   );
+  const paged = await pages?.counts;
   if (!live) return undefined;
   const counts = emptyCounts();
   for (const part of live.values()) mergeCounts(counts, part);
   if (days) mergeCounts(counts, days.counts);
+  if (paged) mergeCounts(counts, paged);
   return rankedValues(counts, parameter === 'event_name');
 }
 

@@ -3,6 +3,7 @@ import type { CommonParams } from '../builder';
 import { type GoalDefinition, goalStats, pathPatternRegex } from '../goals';
 import { overviewBucketed } from './buckets';
 import { metric } from './metric';
+import { buildSessionPages } from './pages';
 import { type SessionRollup, settledParts } from './rollup';
 import { listSessions } from './sessions';
 import { SESSION_ATTRIBUTES } from './shared';
@@ -52,6 +53,8 @@ export interface SummaryBuildReport {
   reads: number;
   /** Summary rows stored by those reads. */
   rows: number;
+  /** Days built into `session_pages` (pages.ts). */
+  pageDays: number;
 }
 
 const isoDay = (ms: number) => new Date(ms).toISOString().slice(0, 10);
@@ -69,7 +72,7 @@ export async function buildSummaries(
   siteId: number,
   options: SummaryBuildOptions,
 ): Promise<SummaryBuildReport> {
-  const report = { reads: 0, rows: 0 };
+  const report = { reads: 0, rows: 0, pageDays: 0 };
   if (ch.cluster || ch.rollups === false) return report;
   const now = (options.now ?? new Date()).getTime();
   const today = Math.floor(now / DAY_MS) * DAY_MS;
@@ -103,6 +106,7 @@ export async function buildSummaries(
       report.rows += added;
     }
   }
+  report.pageDays = await buildSessionPages(ch, siteId, common, options.signal);
   return report;
 }
 

@@ -1,0 +1,216 @@
+import {
+  buildSummaries,
+  compactSessionDays,
+  type Filter,
+  generateEvents,
+  insertEvents,
+  type StoredEvent,
+} from '@trackhouse/clickhouse';
+import { uuidv7FromSeed } from '@trackhouse/core';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { TEST_CLICKHOUSE } from '../../../test/helpers';
+import { createQueryHarness, type QueryHarness } from './harness';
+import { f, full, query } from './params';
+import { lateEvents } from './traffic-data';
+import * as ref from './traffic-reference';
+
+let h: QueryHarness;
+let tenant: Awaited<ReturnType<QueryHarness['tenant']>>;
+let events: StoredEvent[];
+
+/** Ten days of June 2026 in a zone whose days are cut across UTC days (the first and last). */
+const RANGE = { startDate: '2026-06-03', endDate: '2026-06-12', timeZone: 'Asia/Kolkata' };
+/** The UTC days lying wholly inside RANGE (2 June 18:30 to 12 June 18:30 UTC). */
+const INSIDE = [3, 4, 5, 6, 7, 8, 9, 10, 11].map((d) => 20260600 + d);
+const DAY = 20260607;
+const PAGES = ['pathname', 'entry_page', 'exit_page'] as const;
+
+/** Filters the session rows can test (row-filters.ts), as a dashboard combines them. */
+const FILTERS: Filter[][] = [
+  [f('country', 'equals', 'US', 'DE'), f('pathname', 'contains', 'docs', 'pricing', 'late')],
+  [f('device_type', 'not_equals', 'desktop')],
+  [f('pathname', 'regex', '^/docs')],
+  // The session whose country changes: its first event is in the US and it has a pricing
+  // page, but no one event is both; counted only from its events.
+  [f('country', 'equals', 'US'), f('pathname', 'contains', 'pricing')],
+];
+
+beforeAll(async () => {
+  h = await createQueryHarness({ QUERY_RATE_LIMIT_MAX: '1000000' });
+  tenant = await h.tenant();
+  const generated = [
+    ...generateEvents({
+      siteId: tenant.siteId,
+      events: 3000,
+      days: 14,
+      end: new Date('2026-06-15T12:00:00Z'),
+      seed: 41,
+      tieRate: 0.1,
+    }),
+  ];
+  events = [...generated, ...movingSession(generated[0]!)];
+  await insertEvents(h.ch, events);
+  await compactSessionDays(h.ch, new Date('2027-01-01T00:00:00Z'));
+}, 120_000);
+
+afterAll(async () => {
+  await h.close();
+});
+
+/** A session of 7 June that starts in the US on a docs page and ends in France on the pricing page. */
+function movingSession(like: StoredEvent): StoredEvent[] {
+  const start = Date.parse('2026-06-07T10:00:00Z');
+  const sessionId = uuidv7FromSeed(start, 'moving session');
+  return [
+    ['US', '/docs/intro'],
+    ['FR', '/pricing'],
+  ].map(([country, pathname], i) => {
+    const iso = new Date(start + i * 60_000).toISOString();
+    return {
+      ...like,
+      timestamp: `${iso.slice(0, 10)} ${iso.slice(11, 23)}`,
+      event_id: uuidv7FromSeed(start + i * 60_000, `moving ${i}`),
+      session_id: sessionId,
+      user_id: '00000000000000c0',
+      type: 'pageview',
+      event_name: '',
+      properties: '{}',
+      props: {},
+      country: country!,
+      pathname: pathname!,
+    };
+  });
+}
+
+type Answer = { data: { value: string; count: number; pageviews: number }[]; totalCount: number };
+
+const metric = (parameter: string, filters: Filter[]) =>
+  h.json<{ data: Answer }>(
+    `/api/sites/${tenant.siteId}/metric?${query({ ...RANGE, filters }, { parameter, limit: '1000' })}`,
+    { key: tenant.key },
+  );
+
+const expected = (parameter: (typeof PAGES)[number], filters: Filter[]) =>
+  ref.metric(ref.selection(events, tenant.siteId, full({ ...RANGE, filters })), parameter);
+
+/** The days built into `session_pages` for the site, and their builds. */
+const builtDays = async () =>
+  (
+    await h.ch.query<{ partition: number }>(
+      `SELECT DISTINCT partition FROM session_pages_builds WHERE site_id = {s:UInt32} ORDER BY partition`,
+      { s: tenant.siteId },
+    )
+  ).map((r) => Number(r.partition));
+
+/** Every filtered page breakdown equals the brute-force reference. */
+async function answersMatch() {
+  for (const filters of FILTERS) {
+    for (const parameter of PAGES) {
+      const res = await metric(parameter, filters);
+      expect(res.status).toBe(200);
+      expect({ parameter, filters, ...res.body.data }).toEqual({
+        parameter,
+        filters,
+        ...expected(parameter, filters),
+      });
+    }
+  }
+}
+
+// Builds are of a single engine's parts; a cluster reads every session as before.
+describe.skipIf(TEST_CLICKHOUSE === 'cluster')('filtered page breakdowns from session_pages', () => {
+  it('builds the settled days a range holds, a week per read, and answers as the events do', async () => {
+    expect(await builtDays()).toEqual([]);
+    const first = await metric('pathname', FILTERS[0]!);
+    expect(first.body.data).toEqual(expected('pathname', FILTERS[0]!));
+    const week = await builtDays();
+    expect(week).toHaveLength(7);
+    expect(INSIDE).toEqual(expect.arrayContaining(week));
+    await answersMatch();
+    // Only days whose sessions all lie in the range: the ones cut by the zone are read as before.
+    expect(await builtDays()).toEqual(INSIDE);
+    // Read again from the builds: the same answers, nothing built twice.
+    await answersMatch();
+    const [builds] = await h.ch.query<{ n: number }>(
+      'SELECT count() AS n FROM session_pages_builds WHERE site_id = {s:UInt32}',
+      { s: tenant.siteId },
+    );
+    expect(Number(builds?.n)).toBe(INSIDE.length);
+  });
+
+  it('reads a built day while its parts are current, and its sessions again after a late event', async () => {
+    const filters = FILTERS[0]!;
+    // A session only the build holds, in the US with a pricing page viewed a million times:
+    // seen in the answer, it shows the build was read.
+    await h.ch.command(
+      `INSERT INTO session_pages (site_id, partition, build_id, session_id, session_start, session_end,
+         first_event, paths, constants_low, constants_high, pageviews, tied, page_hashes, page_counts,
+         entry_hash, entry_gap, exit_hash, exit_gap)
+       SELECT site_id, partition, build_id, generateUUIDv7(), span_start, span_start,
+         tuple('US', '', '', '', '', '', '', '', ''), [cityHash64('/pricing')], 1, 1, 1000000, 0,
+         [bitShiftRight(cityHash64('/pricing'), 16)], [bitShiftLeft(toUInt64(1000000), 40)],
+         bitShiftRight(cityHash64('/pricing'), 16), -1, bitShiftRight(cityHash64('/pricing'), 16), -1
+       FROM session_pages_builds WHERE site_id = {s:UInt32} AND partition = {d:UInt32}`,
+      { s: tenant.siteId, d: DAY },
+    );
+    const pricing = async () =>
+      (await metric('pathname', filters)).body.data.data.find((r) => r.value === '/pricing');
+    const truth = expected('pathname', filters).data.find((r) => r.value === '/pricing');
+    expect((await pricing())?.pageviews).toBe((truth?.pageviews ?? 0) + 1_000_000);
+
+    // Late events in sessions of that day: its partitions gain a part, its build is left.
+    const late = lateEvents(
+      events.filter((e) => e.timestamp.startsWith('2026-06-07')),
+      5,
+    );
+    await h.ch.writer.insert({
+      table: 'events',
+      values: late,
+      format: 'JSONEachRow',
+      clickhouse_settings: { insert_deduplication_token: `session-pages-late-${tenant.siteId}` },
+    });
+    events = [...events, ...late];
+    await answersMatch();
+    expect((await metric('pathname', filters)).body.data.data.map((r) => r.value)).toContain('/late');
+
+    // Merged into one part again: a new build of the new parts, the same answers.
+    await compactSessionDays(h.ch, new Date('2027-01-01T00:00:00Z'));
+    await answersMatch();
+    const [day] = await h.ch.query<{ n: number }>(
+      'SELECT count() AS n FROM session_pages_builds WHERE site_id = {s:UInt32} AND partition = {d:UInt32}',
+      { s: tenant.siteId, d: DAY },
+    );
+    expect(Number(day?.n)).toBe(2);
+  });
+
+  it('is built ahead of the reads by the background builder, every settled day of its window', async () => {
+    const other = await h.tenant();
+    const generated = [
+      ...generateEvents({
+        siteId: other.siteId,
+        events: 600,
+        days: 5,
+        end: new Date('2026-06-15T12:00:00Z'),
+        seed: 42,
+      }),
+    ];
+    await insertEvents(h.ch, generated);
+    await compactSessionDays(h.ch, new Date('2027-01-01T00:00:00Z'));
+    const now = new Date('2026-06-20T12:00:00Z');
+    const report = await buildSummaries(h.ch, other.siteId, { days: 12, now });
+    const days = (
+      await h.ch.query<{ partition: number }>(
+        'SELECT DISTINCT partition FROM session_pages_builds WHERE site_id = {s:UInt32} ORDER BY partition',
+        { s: other.siteId },
+      )
+    ).map((r) => Number(r.partition));
+    const eventDays = [
+      ...new Set(generated.map((e) => Number(e.timestamp.slice(0, 10).replaceAll('-', '')))),
+    ];
+    expect(report.pageDays).toBe(days.length);
+    expect(days.length).toBeGreaterThanOrEqual(5);
+    expect(eventDays).toEqual(expect.arrayContaining(days));
+    // Nothing left to build.
+    expect((await buildSummaries(h.ch, other.siteId, { days: 12, now })).pageDays).toBe(0);
+  });
+});

@@ -1,0 +1,331 @@
+import { randomUUID } from 'node:crypto';
+import type { ClickHouse } from '../../client';
+import { type CommonParams, matchAny, Params, rangeBounds } from '../builder';
+import { keyHash, listedSessionsLimit, pageNames, pathHash } from './paths';
+import { type Settled, settledParts } from './rollup';
+import { rowFilterCondition, rowFiltersApply, UNSURE_ROW, unsureApply } from './row-filters';
+import { addDays } from './shared';
+import { addCounts, emptyCounts, type KeyedCounts, type ValueCounts } from './summaries';
+
+/**
+ * The filtered page breakdowns of settled days from `session_pages` (migration 0016).
+ *
+ * Filtered, a page breakdown counts the sessions with an event in range matching every filter,
+ * each with its matching pageviews (pathname) or its entry or exit page (SPEC 13). Read from
+ * `session_paths`, that is every counted session's keys sorted and each pageview's time to the
+ * next key found, at every read: at 10 M events 29 % of a month's sessions under the bench's two
+ * filters, 900 ms. `session_pages` holds that work done once per settled day, one row per session
+ * beside the columns the row filters test (row-filters.ts): for a session lying wholly inside the
+ * range whose address and browser attributes agree on every event, a pageview matches exactly
+ * when its path passes the path filters, so its counts are its row's.
+ *
+ * A read takes the days whose build is of their current parts and whose sessions all lie in the
+ * range (the build's span inside it), and from them every session but the tied ones (two keys in
+ * one millisecond: their order is read from their events) and, where a filter is on an address
+ * or browser attribute, the unsure ones (row-filters.ts). The range's other sessions, those of
+ * the other days and these exceptions, are read as before, among the matching events only those
+ * of their sessions grouped. A settled day without a build gets one (seven a read at most).
+ */
+
+/** The page breakdowns `session_pages` holds. */
+export type PageParameter = 'pathname' | 'entry_page' | 'exit_page';
+
+/** The bits of a path's milliseconds in `page_counts`, below its number of pageviews (0016). */
+const COUNT_SHIFT = 40;
+
+/** Most days one read builds (the background builder builds the rest ahead of the reads, warm.ts). */
+const MAX_BUILT_DAYS = 7;
+
+/**
+ * Whether a filtered page breakdown reads its settled days from `session_pages`: filters the rows
+ * can test (an entry or exit page filter needs `session_facts` columns the table does not copy),
+ * on one server (parts are per shard on a cluster).
+ */
+export const sessionPagesApply = (ch: ClickHouse, common: CommonParams) =>
+  !ch.cluster &&
+  rowFiltersApply(ch, common) &&
+  common.filters.every((f) => f.parameter !== 'entry_page' && f.parameter !== 'exit_page');
+
+/** The days a read takes from `session_pages`: partitions (YYYYMMDD) and the build of each. */
+interface PageDays {
+  partitions: number[];
+  builds: string[];
+}
+
+/** A settled day of both rollups: its partition and the part of each. */
+interface SettledDay {
+  day: number;
+  facts: string;
+  paths: string;
+}
+
+/** The days of both rollups each alone in one part, near the range (a day either side). */
+function settledDays(common: CommonParams, facts: Settled, paths: Settled): SettledDay[] {
+  const factsPart = new Map(facts.partitions.map((d, i) => [d, facts.parts[i]!]));
+  const day = (date: string | undefined, shift: number) =>
+    date === undefined ? undefined : Number(addDays(date, shift).replaceAll('-', ''));
+  const first = day(common.startDate, -1);
+  const last = day(common.endDate, 1);
+  return paths.partitions.flatMap((d, i) => {
+    const facts = factsPart.get(d);
+    const n = Number(d);
+    if (
+      !facts ||
+      !/^\d{8}$/.test(d) ||
+      (first !== undefined && n < first) ||
+      (last !== undefined && n > last)
+    )
+      return [];
+    return [{ day: n, facts, paths: paths.parts[i]! }];
+  });
+}
+
+const buildKey = (d: SettledDay) => `${d.day}/${d.facts}/${d.paths}`;
+
+/** The instant a YYYYMMDD day ends in UTC, in milliseconds. */
+const dayEndUtc = (day: number) =>
+  Date.UTC(Math.floor(day / 10_000), (Math.floor(day / 100) % 100) - 1, (day % 100) + 1);
+
+/**
+ * The stored builds of the settled days' current parts, with whether each one's span lies inside
+ * the range; and, of the days without one, those whose day ended an hour ago, with whether their
+ * sessions' span does.
+ */
+async function storedBuilds(
+  ch: ClickHouse,
+  siteId: number,
+  common: CommonParams,
+  days: SettledDay[],
+): Promise<{ built: Map<number, { build: string; inside: boolean }>; unbuilt: number[] }> {
+  const p = new Params();
+  const { from, to } = rangeBounds(p, common);
+  const inside = (start: string, end: string) =>
+    [from && `${start} >= ${from}`, to && `${end} < ${to}`].filter(Boolean).join(' AND ') || '1';
+  const site = p.bind('UInt32', siteId);
+  const rows = await ch.query<{ partition: number; build: string; inside: number }>(
+    `SELECT partition, any(build_id) AS build, any(${inside('span_start', 'span_end')}) AS inside
+     FROM session_pages_builds
+     WHERE site_id = ${site}
+       AND concat(toString(partition), '/', facts_part, '/', paths_part) IN ${p.bind('Array(String)', days.map(buildKey))}
+     GROUP BY partition`,
+    p.values,
+  );
+  const built = new Map(
+    rows.map((r) => [Number(r.partition), { build: String(r.build), inside: Number(r.inside) === 1 }]),
+  );
+  // A day that cannot have ended an hour ago in any zone the engine may keep is not looked at.
+  const latest = Date.now() - 13 * 3_600_000;
+  const missing = days.filter((d) => !built.has(d.day) && dayEndUtc(d.day) <= latest);
+  if (missing.length === 0) return { built, unbuilt: [] };
+  // Their spans from `session_paths`, and whether the day ended an hour ago as the engine's
+  // calendar has it (a day still receiving events would be built again at every merge).
+  const q = new Params();
+  const bounds = rangeBounds(q, common);
+  const spanInside = [
+    bounds.from && `min(session_start) >= ${bounds.from}`,
+    bounds.to && `max(session_end) < ${bounds.to}`,
+  ]
+    .filter(Boolean)
+    .join(' AND ');
+  const spans = await ch.query<{ day: string; usable: number }>(
+    `SELECT _partition_id AS day, ${spanInside || '1'}
+         AND toStartOfDay(addHours(parseDateTimeOrZero(day, '%Y%m%d'), 36)) <= now() - INTERVAL 1 HOUR AS usable
+     FROM session_paths
+     WHERE site_id = ${q.bind('UInt32', siteId)} AND _part IN ${q.bind(
+       'Array(String)',
+       missing.map((d) => d.paths),
+     )}
+     GROUP BY day`,
+    q.values,
+  );
+  return { built, unbuilt: spans.filter((s) => Number(s.usable) === 1).map((s) => Number(s.day)) };
+}
+
+/**
+ * Builds one settled day of a site: its sessions' rows from the day's two parts, then the row
+ * naming the build (its span and sessions counted from the rows stored).
+ */
+async function buildDay(ch: ClickHouse, siteId: number, d: SettledDay): Promise<void> {
+  const build = randomUUID();
+  const values = { site: siteId, day: d.day, build, facts: d.facts, paths: d.paths };
+  const hash = keyHash('x');
+  await ch.command(
+    `INSERT INTO session_pages
+     SELECT f.site_id, {day:UInt32}, {build:UUID}, f.session_id, f.session_start, f.session_end,
+       (f.first_event.country, f.first_event.region, f.first_event.city, f.first_event.browser,
+        f.first_event.browser_version, f.first_event.operating_system, f.first_event.operating_system_version,
+        f.first_event.device_type, f.first_event.language),
+       f.paths, f.constants_low, f.constants_high,
+       s.pvs, s.tied OR s.overflows, s.page_hashes, s.page_counts,
+       s.entry_hash, s.entry_gap, s.exit_hash, s.exit_gap
+     FROM (SELECT site_id, session_id, session_start, session_end, first_event, paths, constants_low, constants_high
+           FROM session_facts WHERE site_id = {site:UInt32} AND _part = {facts:String}) AS f
+     INNER JOIN (
+       SELECT session_id, pvs, tied, arrayDistinct(hs) AS page_hashes,
+         arrayMap(h -> toUInt64(arrayCount(y -> y = h, hs)), page_hashes) AS pvs_at,
+         arrayMap(h -> toUInt64(arraySum(arrayMap((y, g) -> if(y = h AND g >= 0, g, 0), hs, gaps))), page_hashes) AS ms_at,
+         arrayMap((c, m) -> bitShiftLeft(c, ${COUNT_SHIFT}) + m, pvs_at, ms_at) AS page_counts,
+         arrayExists((c, m) -> c >= ${2 ** (64 - COUNT_SHIFT)} OR m >= ${2 ** COUNT_SHIFT}, pvs_at, ms_at) AS overflows,
+         if(pvs = 0, 0, hs[1]) AS entry_hash, if(pvs = 0, -1, gaps[1]) AS entry_gap,
+         if(pvs = 0, 0, hs[-1]) AS exit_hash, if(pvs = 0, -1, gaps[-1]) AS exit_gap
+       FROM (
+         SELECT session_id, length(pk) AS pvs,
+           arrayExists((a, b) -> a = b, arrayPopBack(ms), arrayPopFront(ms)) AS tied,
+           arrayMap(x -> ${hash}, pk) AS hs,
+           arrayMap(x -> (indexOf(all, x) AS j) < length(all) ? ms[j + 1] - ms[j] : -1, pk) AS gaps
+         FROM (
+           SELECT session_id, arraySort(arrayConcat(page_keys, event_keys, other_keys)) AS all,
+             arrayMap(x -> toInt64(bitShiftRight(x, 80)), all) AS ms, arraySort(page_keys) AS pk
+           FROM session_paths WHERE site_id = {site:UInt32} AND _part = {paths:String}))) AS s
+     USING session_id`,
+    values,
+  );
+  await ch.command(
+    `INSERT INTO session_pages_builds
+     SELECT {site:UInt32}, {day:UInt32}, {facts:String}, {paths:String}, {build:UUID},
+       if(count() = 0, toDateTime64(0, 3, 'UTC'), min(session_start)), if(count() = 0, toDateTime64(0, 3, 'UTC'), max(session_end)), count()
+     FROM session_pages WHERE site_id = {site:UInt32} AND partition = {day:UInt32} AND build_id = {build:UUID}`,
+    values,
+  );
+}
+
+/**
+ * Builds the settled days of a site near `common`'s range (a day either side) that have no build
+ * of their current parts and whose sessions lie in it, all of them: for the background builder,
+ * so that reads find them built. Returns how many it built.
+ */
+export async function buildSessionPages(
+  ch: ClickHouse,
+  siteId: number,
+  common: CommonParams,
+  signal?: AbortSignal,
+): Promise<number> {
+  if (ch.cluster || ch.rollups === false) return 0;
+  const days = settledDays(
+    common,
+    await settledParts(ch, 'session_facts'),
+    await settledParts(ch, 'session_paths'),
+  );
+  if (days.length === 0) return 0;
+  const { unbuilt } = await storedBuilds(ch, siteId, common, days);
+  const byDay = new Map(days.map((d) => [d.day, d]));
+  for (const day of unbuilt) {
+    signal?.throwIfAborted();
+    await buildDay(ch, siteId, byDay.get(day)!);
+  }
+  return unbuilt.length;
+}
+
+/**
+ * The range's days read from `session_pages`: those built of their current parts whose sessions
+ * all lie in the range, after building (seven at most) the settled ones without a build.
+ * Undefined when none apply.
+ */
+async function pageDays(
+  ch: ClickHouse,
+  siteId: number,
+  common: CommonParams,
+  paths: Settled | undefined,
+): Promise<PageDays | undefined> {
+  if (!paths || paths.partitions.length === 0) return undefined;
+  const days = settledDays(common, await settledParts(ch, 'session_facts'), paths);
+  if (days.length === 0) return undefined;
+  let { built, unbuilt } = await storedBuilds(ch, siteId, common, days);
+  if (unbuilt.length > 0) {
+    const byDay = new Map(days.map((d) => [d.day, d]));
+    // One at a time: the builds share the engine's one write connection.
+    for (const day of unbuilt.slice(0, MAX_BUILT_DAYS)) await buildDay(ch, siteId, byDay.get(day)!);
+    ({ built } = await storedBuilds(ch, siteId, common, days));
+  }
+  const usable = [...built.entries()].filter(([, b]) => b.inside);
+  if (usable.length === 0) return undefined;
+  return { partitions: usable.map(([day]) => day), builds: usable.map(([, b]) => b.build) };
+}
+
+/**
+ * A filtered page breakdown's counts over the sessions of the days read from `session_pages`
+ * (`counts`, being read meanwhile: on another read connection, the other sessions' read plans
+ * while this one runs), and how the range's other sessions are read: `restrict`, a condition on
+ * `session_paths` rows, keeps them (the other days' sessions and the exceptions); `matching`, a
+ * condition on events, keeps their sessions' events. Undefined when no day applies, or when the
+ * exceptions are too many to list (the answer then reads every session as before).
+ */
+export async function sessionPageCounts(
+  ch: ClickHouse,
+  siteId: number,
+  common: CommonParams,
+  parameter: PageParameter,
+  settled: Settled | undefined,
+): Promise<
+  | { counts: Promise<KeyedCounts>; restrict: (p: Params) => string; matching: (p: Params) => string }
+  | undefined
+> {
+  const days = await pageDays(ch, siteId, common, settled);
+  if (!days) return undefined;
+  const rows = (p: Params, sure: boolean) => {
+    const where = [
+      `site_id = ${p.bind('UInt32', siteId)}`,
+      `partition IN ${p.bind('Array(UInt32)', days.partitions)}`,
+      `build_id IN ${p.bind('Array(UUID)', days.builds)}`,
+    ];
+    const exception = unsureApply(ch, common) ? `(tied = 1 OR ${UNSURE_ROW})` : 'tied = 1';
+    return `${where.join(' AND ')} AND ${sure ? `NOT ${exception}` : exception}`;
+  };
+  const e = new Params();
+  const limit = listedSessionsLimit(ch);
+  const [listed] = await ch.query<{ ids: string[]; n: number }>(
+    `SELECT groupArray(${Math.max(1, Math.floor(limit))})(session_id) AS ids, count() AS n
+     FROM session_pages WHERE ${rows(e, false)}`,
+    e.values,
+  );
+  if (!listed || Number(listed.n) > limit) return undefined;
+  const p = new Params();
+  const counted = `${rows(p, true)} AND ${rowFilterCondition(p, siteId, common)(false)}`;
+  const names = pageNames(p, siteId, 'm_names');
+  const pathFilters = common.filters.filter((f) => f.parameter === 'pathname');
+  const matchingPath =
+    pathFilters.length === 0
+      ? '1'
+      : `h IN (SELECT ${pathHash('pathname')} FROM site_paths WHERE site_id = ${p.bind('UInt32', siteId)}
+          AND ${pathFilters.map((f) => `(${matchAny(p, 'pathname', f.type, f.value)})`).join(' AND ')})`;
+  const [at, gap] = parameter === 'entry_page' ? ['entry_hash', 'entry_gap'] : ['exit_hash', 'exit_gap'];
+  const sql =
+    parameter === 'pathname'
+      ? `WITH ${names}
+         SELECT transform(if(m, h, 0), m_names.1, m_names.2, '') AS v, countIf(m) AS n_sessions,
+           sumIf(c, m) AS n_events, countIf(m AND pageviews = 1) AS bounces, sumIf(ms, m) AS top_ms,
+           sumIf(c - toUInt64(exit_gap < 0 AND h = exit_hash), m) AS top_n, countIf(i <= 1) AS s_part,
+           sumIf(c, m) AS e_part
+         FROM (
+           SELECT pageviews, exit_hash, exit_gap, h, bitShiftRight(hc, ${COUNT_SHIFT}) AS c,
+             bitAnd(hc, ${2 ** COUNT_SHIFT - 1}) AS ms, i, ${matchingPath} AS m
+           FROM (SELECT pageviews, exit_hash, exit_gap, page_hashes, page_counts FROM session_pages WHERE ${counted})
+           LEFT ARRAY JOIN page_hashes AS h, page_counts AS hc, arrayEnumerate(page_hashes) AS i)
+         GROUP BY v`
+      : `WITH ${names}
+         SELECT transform(${at}, m_names.1, m_names.2, '') AS v, count() AS n_sessions,
+           sum(pageviews) AS n_events, countIf(pageviews = 1) AS bounces, sumIf(${gap}, ${gap} >= 0) AS top_ms,
+           countIf(${gap} >= 0) AS top_n, count() AS s_part, sum(pageviews) AS e_part
+         FROM session_pages WHERE ${counted}
+         GROUP BY v`;
+  const counts = ch.query<ValueCounts & { s_part: number; e_part: number }>(sql, p.values).then((grouped) => {
+    const into = emptyCounts();
+    for (const r of grouped) {
+      addCounts(into, r);
+      into.all_sessions += Number(r.s_part);
+      into.all_events += Number(r.e_part);
+    }
+    return into;
+  });
+  counts.catch(() => {});
+  const ids = [...listed.ids].sort();
+  const builtDays = days.partitions.map(String);
+  return {
+    counts,
+    restrict: (q) =>
+      `(_partition_id NOT IN ${q.bind('Array(String)', builtDays)} OR session_id IN ${q.bind('Array(UUID)', ids)})`,
+    matching: (q) =>
+      `(toYYYYMMDD(UUIDv7ToDateTime(session_id)) NOT IN ${q.bind('Array(UInt32)', days.partitions)}
+        OR session_id IN ${q.bind('Array(UUID)', ids)})`,
+  };
+}
