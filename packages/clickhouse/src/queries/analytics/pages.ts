@@ -5,7 +5,7 @@ import { keyHash, listedSessionsLimit, pageNames, pathHash } from './paths';
 import { type Settled, settledParts } from './rollup';
 import { rowFilterCondition, rowFiltersApply, UNSURE_ROW, unsureApply } from './row-filters';
 import { addDays } from './shared';
-import { addCounts, emptyCounts, type KeyedCounts, type ValueCounts } from './summaries';
+import { addCounts, emptyCounts, isUtcZone, type KeyedCounts, type ValueCounts } from './summaries';
 
 /**
  * The filtered page breakdowns of settled days from `session_pages` (migration 0016).
@@ -82,6 +82,18 @@ function settledDays(common: CommonParams, facts: Settled, paths: Settled): Sett
 
 const buildKey = (d: SettledDay) => `${d.day}/${d.facts}/${d.paths}`;
 
+/** The engine's time zone, asked once per client (it does not change while it runs). */
+const zones = new WeakMap<ClickHouse, Promise<string>>();
+function engineZone(ch: ClickHouse): Promise<string> {
+  let zone = zones.get(ch);
+  if (!zone) {
+    zone = ch.query<{ tz: string }>('SELECT timezone() AS tz').then((r) => r[0]?.tz ?? '');
+    zones.set(ch, zone);
+    zone.catch(() => zones.delete(ch));
+  }
+  return zone;
+}
+
 /** The instant a YYYYMMDD day ends in UTC, in milliseconds. */
 const dayEndUtc = (day: number) =>
   Date.UTC(Math.floor(day / 10_000), (Math.floor(day / 100) % 100) - 1, (day % 100) + 1);
@@ -113,9 +125,11 @@ async function storedBuilds(
   const built = new Map(
     rows.map((r) => [Number(r.partition), { build: String(r.build), inside: Number(r.inside) === 1 }]),
   );
-  // A day that cannot have ended an hour ago in any zone the engine may keep is not looked at.
-  const latest = Date.now() - 13 * 3_600_000;
-  const missing = days.filter((d) => !built.has(d.day) && dayEndUtc(d.day) <= latest);
+  // Partition days are the engine's: in UTC, a day that ended less than an hour ago is not
+  // looked at (today's, mostly); in another zone the engine tells.
+  const utc = isUtcZone(await engineZone(ch));
+  const settledBy = Date.now() - 3_600_000;
+  const missing = days.filter((d) => !built.has(d.day) && (!utc || dayEndUtc(d.day) <= settledBy));
   if (missing.length === 0) return { built, unbuilt: [] };
   // Their spans from `session_paths`, and whether the day ended an hour ago as the engine's
   // calendar has it (a day still receiving events would be built again at every merge).

@@ -113,6 +113,9 @@ const UTC_NAMES = [
   'Etc/Zulu',
 ];
 
+/** Whether the engine's zone `tz` is UTC under one of its names. */
+export const isUtcZone = (tz: string) => UTC_NAMES.includes(tz);
+
 const DAY_MS = 86_400_000;
 const msDay = (ms: string) => `intDiv(${ms}, ${DAY_MS})`;
 const SESSION_DAY = msDay('toUnixTimestamp64Milli(UUIDv7ToDateTime(session_id))');
