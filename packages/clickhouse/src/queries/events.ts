@@ -181,6 +181,8 @@ const SITE_TABLES = [
   'visitor_days',
   'user_activity',
   'visitor_quarters',
+  'session_pages',
+  'session_pages_builds',
 ];
 
 /**
