@@ -18,7 +18,8 @@
 -- none). Only the session's last key can lack a next one, so a path's pageviews with a next key
 -- are its number less one where the exit pageview is that last key. `tied`: two of its keys share
 -- a millisecond, or a number does not fit its bits; such a session is computed from its events
--- instead.
+-- instead. Per distinct path and title of its pageviews (read from the events), the path's hash,
+-- the title and how many pageviews have both: the filtered page titles.
 CREATE TABLE IF NOT EXISTS session_pages
 (
     site_id         UInt32,
@@ -44,6 +45,9 @@ CREATE TABLE IF NOT EXISTS session_pages
     tied            UInt8,
     page_hashes     Array(UInt64),
     page_counts     Array(UInt64),
+    title_paths     Array(UInt64),
+    titles          Array(LowCardinality(String)),
+    title_counts    Array(UInt64),
     entry_hash      UInt64,
     entry_gap       Int64,
     exit_hash       UInt64,

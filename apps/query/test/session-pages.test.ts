@@ -23,7 +23,7 @@ const RANGE = { startDate: '2026-06-03', endDate: '2026-06-12', timeZone: 'Asia/
 /** The UTC days lying wholly inside RANGE (2 June 18:30 to 12 June 18:30 UTC). */
 const INSIDE = [3, 4, 5, 6, 7, 8, 9, 10, 11].map((d) => 20260600 + d);
 const DAY = 20260607;
-const PAGES = ['pathname', 'entry_page', 'exit_page'] as const;
+const PAGES = ['pathname', 'entry_page', 'exit_page', 'page_title'] as const;
 
 /** Filters the session rows can test (row-filters.ts), as a dashboard combines them. */
 const FILTERS: Filter[][] = [
@@ -48,7 +48,7 @@ beforeAll(async () => {
       tieRate: 0.1,
     }),
   ];
-  events = [...generated, ...movingSession(generated[0]!)];
+  events = [...generated, ...movingSession(generated[0]!), ...sharedTitleSession(generated[0]!)];
   await insertEvents(h.ch, events);
   await compactSessionDays(h.ch, new Date('2027-01-01T00:00:00Z'));
 }, 120_000);
@@ -81,6 +81,33 @@ function movingSession(like: StoredEvent): StoredEvent[] {
     };
   });
 }
+
+/**
+ * A session of 8 June in the US whose three pageviews, on two docs pages and the pricing page,
+ * share one title: it counts once under that title, with three pageviews.
+ */
+function sharedTitleSession(like: StoredEvent): StoredEvent[] {
+  const start = Date.parse('2026-06-08T09:00:00Z');
+  const sessionId = uuidv7FromSeed(start, 'shared title session');
+  return ['/docs/a', '/docs/b', '/pricing'].map((pathname, i) => {
+    const iso = new Date(start + i * 30_000).toISOString();
+    return {
+      ...like,
+      timestamp: `${iso.slice(0, 10)} ${iso.slice(11, 23)}`,
+      event_id: uuidv7FromSeed(start + i * 30_000, `shared title ${i}`),
+      session_id: sessionId,
+      user_id: '00000000000000c1',
+      type: 'pageview',
+      event_name: '',
+      properties: '{}',
+      props: {},
+      country: 'US',
+      pathname,
+      page_title: SHARED_TITLE,
+    };
+  });
+}
+const SHARED_TITLE = 'One title for three pages';
 
 type Answer = { data: { value: string; count: number; pageviews: number }[]; totalCount: number };
 
@@ -129,6 +156,10 @@ describe.skipIf(TEST_CLICKHOUSE === 'cluster')('filtered page breakdowns from se
     await answersMatch();
     // Only days whose sessions all lie in the range: the ones cut by the zone are read as before.
     expect(await builtDays()).toEqual(INSIDE);
+    const shared = (await metric('page_title', FILTERS[0]!)).body.data.data.find(
+      (r) => r.value === SHARED_TITLE,
+    );
+    expect(shared).toMatchObject({ count: 1, pageviews: 3 });
     // Read again from the builds: the same answers, nothing built twice.
     await answersMatch();
     const [builds] = await h.ch.query<{ n: number }>(
@@ -145,10 +176,11 @@ describe.skipIf(TEST_CLICKHOUSE === 'cluster')('filtered page breakdowns from se
     await h.ch.command(
       `INSERT INTO session_pages (site_id, partition, build_id, session_id, session_start, session_end,
          first_event, paths, constants_low, constants_high, pageviews, tied, page_hashes, page_counts,
-         entry_hash, entry_gap, exit_hash, exit_gap)
+         title_paths, titles, title_counts, entry_hash, entry_gap, exit_hash, exit_gap)
        SELECT site_id, partition, build_id, generateUUIDv7(), span_start, span_start,
          tuple('US', '', '', '', '', '', '', '', ''), [cityHash64('/pricing')], 1, 1, 1000000, 0,
          [bitShiftRight(cityHash64('/pricing'), 16)], [bitShiftLeft(toUInt64(1000000), 40)],
+         [bitShiftRight(cityHash64('/pricing'), 16)], ['Only in session_pages'], [1000000],
          bitShiftRight(cityHash64('/pricing'), 16), -1, bitShiftRight(cityHash64('/pricing'), 16), -1
        FROM session_pages_builds WHERE site_id = {s:UInt32} AND partition = {d:UInt32}`,
       { s: tenant.siteId, d: DAY },
@@ -157,6 +189,11 @@ describe.skipIf(TEST_CLICKHOUSE === 'cluster')('filtered page breakdowns from se
       (await metric('pathname', filters)).body.data.data.find((r) => r.value === '/pricing');
     const truth = expected('pathname', filters).data.find((r) => r.value === '/pricing');
     expect((await pricing())?.pageviews).toBe((truth?.pageviews ?? 0) + 1_000_000);
+    const titles = async () => (await metric('page_title', filters)).body.data.data;
+    expect((await titles()).find((r) => r.value === 'Only in session_pages')).toMatchObject({
+      count: 1,
+      pageviews: 1_000_000,
+    });
 
     // Late events in sessions of that day: its partitions gain a part, its build is left.
     const late = lateEvents(
@@ -172,6 +209,7 @@ describe.skipIf(TEST_CLICKHOUSE === 'cluster')('filtered page breakdowns from se
     events = [...events, ...late];
     await answersMatch();
     expect((await metric('pathname', filters)).body.data.data.map((r) => r.value)).toContain('/late');
+    expect((await titles()).map((r) => r.value)).not.toContain('Only in session_pages');
 
     // Merged into one part again: a new build of the new parts, the same answers.
     await compactSessionDays(h.ch, new Date('2027-01-01T00:00:00Z'));
