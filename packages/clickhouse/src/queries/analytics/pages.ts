@@ -103,8 +103,8 @@ const dayEndUtc = (day: number) =>
 
 /**
  * The stored builds of the settled days' current parts, with whether each one's span lies inside
- * the range; and, of the days without one, those whose day ended an hour ago, with whether their
- * sessions' span does.
+ * the range; and the days without one worth building for it: those that ended an hour ago and
+ * whose sessions all lie in the range.
  */
 async function storedBuilds(
   ch: ClickHouse,
@@ -268,8 +268,12 @@ async function pageDays(
   let { built, unbuilt } = await storedBuilds(ch, siteId, common, days);
   if (unbuilt.length > 0) {
     const byDay = new Map(days.map((d) => [d.day, d]));
-    // One at a time: the builds share the engine's one write connection.
-    for (const day of unbuilt.slice(0, MAX_BUILT_DAYS)) await buildDay(ch, siteId, byDay.get(day)!);
+    // One at a time: the builds share the engine's one write connection. A build that fails
+    // leaves the day to be read as before (its rows, without the row naming them, are never
+    // read), and the next read or the background builder tries again.
+    for (const day of unbuilt.slice(0, MAX_BUILT_DAYS)) {
+      await buildDay(ch, siteId, byDay.get(day)!).catch(() => {});
+    }
     ({ built } = await storedBuilds(ch, siteId, common, days));
   }
   const usable = [...built.entries()].filter(([, b]) => b.inside);

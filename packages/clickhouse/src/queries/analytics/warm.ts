@@ -16,7 +16,8 @@ import type { SummarizedParameter } from './summaries';
  *
  * Each summarized answer is read unfiltered over the last `days` UTC days until a read builds
  * nothing more; an answer is skipped when every settled day of that window already has its
- * summary, so a run with nothing to build costs a few small reads per site.
+ * summary, so a run with nothing to build costs a few small reads per site. The settled days of
+ * the window without a build in `session_pages` (pages.ts) are built last.
  */
 
 /** Every summarized answer, under the name its summaries are stored by, and the rollup they summarize. */
