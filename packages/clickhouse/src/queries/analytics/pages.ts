@@ -11,13 +11,14 @@ import { addCounts, emptyCounts, isUtcZone, type KeyedCounts, type ValueCounts }
  * The filtered page breakdowns of settled days from `session_pages` (migration 0016).
  *
  * Filtered, a page breakdown counts the sessions with an event in range matching every filter,
- * each with its matching pageviews (pathname) or its entry or exit page (SPEC 13). Read from
- * `session_paths`, that is every counted session's keys sorted and each pageview's time to the
- * next key found, at every read: at 10 M events 29 % of a month's sessions under the bench's two
- * filters, 900 ms. `session_pages` holds that work done once per settled day, one row per session
- * beside the columns the row filters test (row-filters.ts): for a session lying wholly inside the
- * range whose address and browser attributes agree on every event, a pageview matches exactly
- * when its path passes the path filters, so its counts are its row's.
+ * each with its matching pageviews (pathname, page title) or its entry or exit page (SPEC 13).
+ * Read from `session_paths`, that is every counted session's keys sorted and each pageview's time
+ * to the next key found, at every read: at 10 M events 29 % of a month's sessions under the
+ * bench's two filters, 900 ms. `session_pages` holds that work done once per settled day, one row
+ * per session beside the columns the row filters test (row-filters.ts), with the path and title
+ * pairs of its pageviews: for a session lying wholly inside the range whose address and browser
+ * attributes agree on every event, a pageview matches exactly when its path passes the path
+ * filters, so its counts are its row's.
  *
  * A read takes the days whose build is of their current parts and whose sessions all lie in the
  * range (the build's span inside it), and from them every session but the tied ones (two keys in
