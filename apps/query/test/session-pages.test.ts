@@ -120,7 +120,7 @@ const metric = (parameter: string, filters: Filter[]) =>
 const expected = (parameter: (typeof PAGES)[number], filters: Filter[]) =>
   ref.metric(ref.selection(events, tenant.siteId, full({ ...RANGE, filters })), parameter);
 
-/** The days built into `session_pages` for the site, and their builds. */
+/** The days built into `session_pages` for the site. */
 const builtDays = async () =>
   (
     await h.ch.query<{ partition: number }>(
