@@ -5,7 +5,15 @@ import { keyHash, listedSessionsLimit, pageNames, pathHash } from './paths';
 import { type Settled, settledParts } from './rollup';
 import { rowFilterCondition, rowFiltersApply, UNSURE_ROW, unsureApply } from './row-filters';
 import { addDays } from './shared';
-import { addCounts, emptyCounts, isUtcZone, type KeyedCounts, type ValueCounts } from './summaries';
+import {
+  addCounts,
+  emptyCounts,
+  epochDay,
+  isUtcZone,
+  type KeyedCounts,
+  sessionSpans,
+  type ValueCounts,
+} from './summaries';
 
 /**
  * The filtered page breakdowns of settled days from `session_pages` (migration 0016).
@@ -98,9 +106,7 @@ function engineZone(ch: ClickHouse): Promise<string> {
   return zone;
 }
 
-/** The instant a YYYYMMDD day ends in UTC, in milliseconds. */
-const dayEndUtc = (day: number) =>
-  Date.UTC(Math.floor(day / 10_000), (Math.floor(day / 100) % 100) - 1, (day % 100) + 1);
+const DAY_MS = 86_400_000;
 
 /**
  * The stored builds of the settled days' current parts, with whether each one's span lies inside
@@ -129,34 +135,21 @@ async function storedBuilds(
   const built = new Map(
     rows.map((r) => [Number(r.partition), { build: String(r.build), inside: Number(r.inside) === 1 }]),
   );
-  // Partition days are the engine's: in UTC, a day that ended less than an hour ago is not
-  // looked at (today's, mostly); in another zone the engine tells.
-  const utc = isUtcZone(await engineZone(ch));
+  // As for the summaries, partition days must be UTC days (the engine in UTC): a day is built
+  // once it ended an hour ago (a day still receiving events would be built again at every
+  // merge), and only where its sessions all lie in the range.
+  if (!isUtcZone(await engineZone(ch))) return { built, unbuilt: [] };
   const settledBy = Date.now() - 3_600_000;
-  const missing = days.filter((d) => !built.has(d.day) && (!utc || dayEndUtc(d.day) <= settledBy));
+  const missing = days.filter((d) => !built.has(d.day) && (epochDay(d.day) + 1) * DAY_MS <= settledBy);
   if (missing.length === 0) return { built, unbuilt: [] };
-  // Their spans from `session_paths`, and whether the day ended an hour ago as the engine's
-  // calendar has it (a day still receiving events would be built again at every merge).
-  const q = new Params();
-  const bounds = rangeBounds(q, common);
-  const spanInside = [
-    bounds.from && `min(session_start) >= ${bounds.from}`,
-    bounds.to && `max(session_end) < ${bounds.to}`,
-  ]
-    .filter(Boolean)
-    .join(' AND ');
-  const spans = await ch.query<{ day: string; usable: number }>(
-    `SELECT _partition_id AS day, ${spanInside || '1'}
-         AND toStartOfDay(addHours(parseDateTimeOrZero(day, '%Y%m%d'), 36)) <= now() - INTERVAL 1 HOUR AS usable
-     FROM session_paths
-     WHERE site_id = ${q.bind('UInt32', siteId)} AND _part IN ${q.bind(
-       'Array(String)',
-       missing.map((d) => d.paths),
-     )}
-     GROUP BY day`,
-    q.values,
+  const spans = await sessionSpans(
+    ch,
+    siteId,
+    common,
+    missing.map((d) => ({ day: d.day, part: d.paths })),
+    'session_paths',
   );
-  return { built, unbuilt: spans.filter((s) => Number(s.usable) === 1).map((s) => Number(s.day)) };
+  return { built, unbuilt: missing.filter((d) => spans.get(d.day)?.inside).map((d) => d.day) };
 }
 
 /**

@@ -126,7 +126,7 @@ export function inPartitions(p: Params, days: number[], not = false): string {
 }
 
 /** Days since 1970 of a YYYYMMDD partition day. */
-const epochDay = (day: number) =>
+export const epochDay = (day: number) =>
   Date.UTC(Math.floor(day / 10_000), (Math.floor(day / 100) % 100) - 1, day % 100) / DAY_MS;
 
 /**
@@ -325,7 +325,7 @@ function utcDay(day: number): Span {
  * The first start and last end among each day's sessions of the site (days without one have
  * none), and whether they lie inside the range asked for.
  */
-async function sessionSpans(
+export async function sessionSpans(
   ch: ClickHouse,
   siteId: number,
   common: CommonParams,
