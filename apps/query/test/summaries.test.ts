@@ -3,6 +3,7 @@ import {
   type GoalDefinition,
   generateEvents,
   insertEvents,
+  journeys,
   pathPatternRegex,
   type StoredEvent,
 } from '@trackhouse/clickhouse';
@@ -11,6 +12,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { TEST_CLICKHOUSE } from '../../../test/helpers';
 import { createQueryHarness, type QueryHarness } from './harness';
 import { full, query } from './params';
+import { journeys as referenceJourneys } from './product-reference-funnels';
 import { goalStats } from './reference';
 import { lateEvents } from './traffic-data';
 import * as ref from './traffic-reference';
@@ -561,5 +563,159 @@ describe.skipIf(TEST_CLICKHOUSE === 'cluster')('per-day summaries of the goal li
     await compactSessionDays(h.ch, new Date('2027-01-01T00:00:00Z'));
     for (let i = 0; i < 2; i++) expect(await list()).toEqual(expectedList());
     expect(await summarizedPatterns(DAY)).toContain(pattern);
+  });
+});
+
+// Journeys from the first page, unfiltered, have summaries of the days of `session_paths`: per
+// day a totals row under `journeys:<steps>` (the sessions with a journey) and one row per journey
+// under `journeys:<steps>:paths`.
+describe.skipIf(TEST_CLICKHOUSE === 'cluster')('per-day summaries of the journeys', () => {
+  type Journey = { path: string[]; count: number; percentage: number };
+  const journeysOf = async (extra: Record<string, string>, range = RANGE) => {
+    const res = await h.json<{ journeys: Journey[] }>(
+      `/api/sites/${tenant.siteId}/journeys?${query(range, extra)}`,
+      { key: tenant.key },
+    );
+    expect(res.status).toBe(200);
+    return res.body.journeys;
+  };
+  const expected = (steps: number, limit: number, range = RANGE) =>
+    referenceJourneys(ref.selection(events, tenant.siteId, full(range)), { steps, limit });
+  const inside = [3, 4, 5, 6, 7, 8, 9, 10, 11].map((d) => 20260600 + d);
+  /** A day's totals row, as stored for its current part. */
+  const totalsOf = async (day: number) => {
+    const [row] = await h.ch.query<{ s_part: number; span_start: string; span_end: string }>(
+      `SELECT s_part, span_start, span_end FROM metric_summaries FINAL
+       WHERE site_id = {s:UInt32} AND parameter = 'journeys:3' AND totals = 1
+         AND partition = {d:UInt32} AND source_part = {part:String}`,
+      { s: tenant.siteId, d: day, part: await partOf(day) },
+    );
+    return row;
+  };
+
+  beforeAll(async () => {
+    await compactSessionDays(h.ch, new Date('2027-01-01T00:00:00Z'));
+  });
+
+  it('answers from the summaries as from the sessions, a week of days built per read', async () => {
+    expect(await summaryDays('journeys:3')).toEqual([]);
+    const want = expected(3, 500);
+    expect(want.length).toBeGreaterThan(20);
+    expect(await journeysOf({ limit: '500' })).toEqual(want);
+    const built = await summaryDays('journeys:3');
+    expect(built).toHaveLength(7);
+    expect(inside).toEqual(expect.arrayContaining(built));
+    expect(await journeysOf({ limit: '500' })).toEqual(want);
+    expect(await summaryDays('journeys:3')).toEqual(inside);
+    // A day's journeys add up to its totals, which are its sessions with two pages or more.
+    const [sums] = await h.ch.query<{ n: number }>(
+      `SELECT sum(n_sessions) AS n FROM metric_summaries FINAL
+       WHERE site_id = {s:UInt32} AND parameter = 'journeys:3:paths' AND partition = {d:UInt32}`,
+      { s: tenant.siteId, d: DAY },
+    );
+    expect(Number(sums?.n)).toBe(Number((await totalsOf(DAY))?.s_part));
+    expect(Number(sums?.n)).toBeGreaterThan(0);
+    // Other lengths have summaries of their own, built by the reads asking for them; short
+    // limits (with none read past them, the exact bound decides what else to read).
+    for (const [steps, limit] of [
+      [2, 20],
+      [2, 20],
+      [5, 500],
+      [3, 5],
+    ] as const) {
+      expect({
+        steps,
+        limit,
+        journeys: await journeysOf({ steps: String(steps), limit: String(limit) }),
+      }).toEqual({
+        steps,
+        limit,
+        journeys: expected(steps, limit),
+      });
+    }
+    expect(await summaryDays('journeys:2')).toHaveLength(9);
+    for (const limit of [1, 3, 10, 40]) {
+      expect(await journeys(h.ch, tenant.siteId, full(RANGE), { steps: 3, limit }, 0)).toEqual(
+        expected(3, limit),
+      );
+    }
+    // SHORT_RANGE: 8 June's sessions reach past it, so that day is read from its sessions.
+    expect(await journeysOf({ limit: '500' }, SHORT_RANGE)).toEqual(expected(3, 500, SHORT_RANGE));
+  });
+
+  it('reads a day from its summary while its rows add up, and from its sessions after a late event', async () => {
+    for (let i = 0; i < 2; i++) await journeysOf({ limit: '500' });
+    const totals = await totalsOf(DAY);
+    expect(totals).toBeDefined();
+    // The day's journeys stored twice, as two builds at once would (until the rows merge): each
+    // still counts once.
+    await h.ch.command(
+      `INSERT INTO metric_summaries SELECT * FROM metric_summaries
+       WHERE site_id = {s:UInt32} AND parameter = 'journeys:3:paths' AND partition = {d:UInt32}`,
+      { s: tenant.siteId, d: DAY },
+    );
+    expect(await journeysOf({ limit: '500' })).toEqual(expected(3, 500));
+    // A journey no session takes (a page repeated in a row counts once), on 7 June.
+    const [top] = await journeysOf({ limit: '1' });
+    const page = top!.path[0]!;
+    const [key] = await h.ch.query<{ v: string }>(
+      "SELECT arrayStringConcat(arrayMap(p -> toString(bitShiftRight(cityHash64(p), 16)), [{p:String}, {p:String}]), ',') AS v",
+      { p: page },
+    );
+    const row = (parameter: string, fields: Record<string, unknown>) => ({
+      site_id: tenant.siteId,
+      parameter,
+      partition: DAY,
+      n_events: 0,
+      bounces: 0,
+      top_ms: 0,
+      top_n: 0,
+      e_part: 0,
+      span_start: totals!.span_start,
+      span_end: totals!.span_end,
+      ...fields,
+    });
+    const part = await partOf(DAY);
+    await h.ch.writer.insert({
+      table: 'metric_summaries',
+      values: [
+        row('journeys:3:paths', {
+          source_part: part,
+          totals: 0,
+          value: key!.v,
+          n_sessions: 1_000_000,
+          s_part: 0,
+        }),
+      ],
+      format: 'JSONEachRow',
+    });
+    // Its rows no longer add up to the day's totals: the answer comes from the sessions.
+    expect(await journeysOf({ limit: '500' })).toEqual(expected(3, 500));
+    // With the totals raised alike, the summary is read: the journey shows.
+    await h.ch.writer.insert({
+      table: 'metric_summaries',
+      values: [
+        row('journeys:3', {
+          source_part: part,
+          totals: 1,
+          value: '',
+          n_sessions: 0,
+          s_part: Number(totals!.s_part) + 1_000_000,
+        }),
+      ],
+      format: 'JSONEachRow',
+    });
+    const [first] = await journeysOf({ limit: '500' });
+    expect(first).toMatchObject({ path: [page, page], count: 1_000_000 });
+
+    // Late events in sessions of that day: its partition gains a part, its summary is left.
+    await addLateEvents(3, 'journey-summaries');
+    const after = await journeysOf({ limit: '500' });
+    expect(after).toEqual(expected(3, 500));
+    expect(after.map((j) => j.path)).not.toContainEqual([page, page]);
+    // Merged into one part again: a new summary of the new part, the same answers.
+    await compactSessionDays(h.ch, new Date('2027-01-01T00:00:00Z'));
+    for (let i = 0; i < 2; i++) expect(await journeysOf({ limit: '500' })).toEqual(expected(3, 500));
+    expect(await totalsOf(DAY)).toBeDefined();
   });
 });

@@ -14,6 +14,7 @@ import { TEST_CLICKHOUSE } from '../../../test/helpers';
 import { SummaryBuilder } from '../src';
 import { createQueryHarness, type QueryHarness } from './harness';
 import { full, query } from './params';
+import { journeys as expectedJourneys } from './product-reference-funnels';
 import { goalStats } from './reference';
 import * as ref from './traffic-reference';
 
@@ -173,6 +174,11 @@ describe.skipIf(TEST_CLICKHOUSE === 'cluster')('the background builder of summar
       key: tenant.key,
     });
     expect(overview.body.data).toEqual(ref.overview(selection));
+    const journeys = await h.json<{ journeys: unknown[] }>(
+      `/api/sites/${tenant.siteId}/journeys?${query(RANGE, { limit: '500' })}`,
+      { key: tenant.key },
+    );
+    expect(journeys.body.journeys).toEqual(expectedJourneys(selection, { steps: 3, limit: 500 }));
     expect(await summaryRows()).toBe(before);
   });
 

@@ -1,5 +1,5 @@
 import { createRoute, z } from '@hono/zod-openapi';
-import { journeys } from '@trackhouse/clickhouse';
+import { JOURNEY_STEPS, journeys } from '@trackhouse/clickhouse';
 import { toCommon } from '../../common';
 import { type QueryContext, router } from '../../context';
 import { errors, intParam, json, siteIdParam, withCommon } from '../../schemas';
@@ -19,7 +19,7 @@ export function journeyRoutes(ctx: QueryContext) {
       request: {
         params: siteIdParam,
         query: withCommon({
-          steps: intParam(3, 2, 10),
+          steps: intParam(JOURNEY_STEPS, 2, 10),
           limit: intParam(100, 1, 500),
           start_page: z
             .string()

@@ -1,7 +1,7 @@
 import type { ClickHouse } from '../../client';
 import { type CommonParams, Params, rangeCondition } from '../builder';
 import { pathPatternRegex } from '../goals';
-import { overview } from './overview';
+import { countedSessionsOf } from './overview';
 import {
   byteOrder,
   keyHash,
@@ -15,8 +15,9 @@ import {
   sessionsAt,
   sessionsWithin,
 } from './paths';
-import { matchedSessions, readRollup, rollupSessionsApply, type Settled } from './rollup';
+import { matchedSessions, readRollup, rollupApplies, rollupSessionsApply, type Settled } from './rollup';
 import { EVENT_ORDER, matchesFilters, ratio } from './shared';
+import { inPartitions, type KeyedCounts, type SummarizedParameter, summarizedDays } from './summaries';
 
 export interface Journey {
   /** Pageview paths in order, repeats in a row counted once. */
@@ -37,7 +38,15 @@ interface JourneyOptions {
 interface Counted {
   path: string[];
   count: number;
+  /** Its path hashes as text (JOURNEY_KEY), where read from the events. */
+  key?: string;
 }
+
+/** A journey's path hashes as text, the value its summaries store it by. */
+const JOURNEY_KEY = "arrayStringConcat(arrayMap(h -> toString(h), j_hashes), ',') AS j_key";
+
+/** The journeys' length when none is asked for (SPEC 13), whose summaries are built ahead (warm.ts). */
+export const JOURNEY_STEPS = 3;
 
 /** Journeys from `session_paths` ranked beyond the asked limit, so that tied sessions' exact journeys can be merged in. */
 const SPARE_JOURNEYS = 200;
@@ -82,9 +91,9 @@ function eventJourneys(
     groupArrayIf(${EVENT_ORDER}, ${page})))`;
   const where = [rangeCondition(p, siteId, common), ...extra(p)].join(' AND ');
   return ch
-    .query<{ j_path: string[]; j_count: number }>(
+    .query<{ j_path: string[]; j_count: number; j_key: string }>(
       `WITH ${parts.with}
-       SELECT ${named}, count() AS j_count
+       SELECT ${named}, ${JOURNEY_KEY}, count() AS j_count
        FROM (
          SELECT ${pages} AS j_pages, ${parts.from} AS j_from,
            arraySlice(j_pages, greatest(j_from, 1), ${p.bind('UInt8', opts.steps)}) AS j_hashes
@@ -97,7 +106,38 @@ function eventJourneys(
        LIMIT ${p.bind('UInt32', limit)}`,
       p.values,
     )
-    .then((rows) => rows.map((r) => ({ path: r.j_path, count: Number(r.j_count) })));
+    .then((rows) => rows.map((r) => ({ path: r.j_path, key: r.j_key, count: Number(r.j_count) })));
+}
+
+/**
+ * The journey of each row of `rows` (`session_id`, `page_keys` and the `carried` columns), one
+ * row each with `j_tied`, whether two of its keys of different paths share a millisecond (keys
+ * order them by path there, events by id), `j_ms` the keys' times, and `j_hashes` its journey
+ * from `j_from` (the expression `from`, an index into `j_pages`, journeyParts), empty when tied.
+ * Only the keys `inRange` takes, if given. A step per subquery: as one list of aliases, the
+ * engine's analysis expands each alias where it is used, and took 43 of the 111 ms of the
+ * unsummarized journeys at 10 M events (docs/benchmarks.md).
+ */
+function journeyRows(
+  p: Params,
+  rows: string,
+  from: string,
+  steps: number,
+  inRange?: (key: string) => string,
+  carried: string[] = [],
+): string {
+  const keys = inRange ? `arrayFilter(k -> ${inRange('k')}, page_keys)` : 'page_keys';
+  const pass = ['session_id', ...carried].join(', ');
+  return `SELECT ${pass}, j_ms, j_tied, ${from} AS j_from,
+      if(j_tied, [], arraySlice(j_pages, greatest(j_from, 1), ${p.bind('UInt8', steps)})) AS j_hashes
+    FROM (
+      SELECT ${pass}, j_ms,
+        arrayExists((m1, m2, h1, h2) -> m1 = m2 AND h1 != h2,
+          arrayPopBack(j_ms), arrayPopFront(j_ms), arrayPopBack(j_all), arrayPopFront(j_all)) AS j_tied,
+        arrayCompact(j_all) AS j_pages
+      FROM (
+        SELECT ${pass}, arrayMap(k -> ${keyHash('k')}, j_keys) AS j_all, arrayMap(k -> ${keyMs('k')}, j_keys) AS j_ms
+        FROM (SELECT ${pass}, arraySort(${keys}) AS j_keys FROM (${rows}))))`;
 }
 
 /**
@@ -115,12 +155,21 @@ async function keyedJourneys(
   opts: JourneyOptions,
   limit: number | undefined,
   settled: Settled | undefined,
+  restrict?: (p: Params) => string,
 ): Promise<{ journeys: Counted[]; tied: SessionSpan[] }> {
   const p = new Params();
   const parts = journeyParts(p, siteId, opts);
   const inRange = keyInRange(p, common);
   // A journey takes two pageviews: sessions with fewer are skipped before their keys are read.
-  const paths = pathRows(p, siteId, common, () => 'session_id, page_keys', settled, 'length(page_keys) >= 2');
+  const paths = pathRows(
+    p,
+    siteId,
+    common,
+    () => 'session_id, page_keys',
+    settled,
+    'length(page_keys) >= 2',
+    restrict,
+  );
   const rows =
     common.filters.length > 0
       ? `SELECT session_id, page_keys FROM (${paths}) AS s
@@ -135,17 +184,8 @@ async function keyedJourneys(
     `WITH ${parts.with}
      SELECT j_tied, ${named}, count() AS j_count,
        groupArrayIf((toString(session_id), arrayMin(j_ms), arrayMax(j_ms)), j_tied) AS j_sessions
-     FROM (
-       SELECT session_id,
-         arraySort(arrayFilter(k -> ${inRange('k')}, page_keys)) AS j_keys,
-         arrayMap(k -> ${keyHash('k')}, j_keys) AS j_all,
-         arrayMap(k -> ${keyMs('k')}, j_keys) AS j_ms,
-         arrayExists((m1, m2, h1, h2) -> m1 = m2 AND h1 != h2,
-           arrayPopBack(j_ms), arrayPopFront(j_ms), arrayPopBack(j_all), arrayPopFront(j_all)) AS j_tied,
-         arrayCompact(j_all) AS j_pages, ${parts.from} AS j_from,
-         if(j_tied, [], arraySlice(j_pages, greatest(j_from, 1), ${p.bind('UInt8', opts.steps)})) AS j_hashes
-       FROM (${rows})
-       WHERE j_tied OR (j_from > 0 AND length(j_hashes) >= 2))
+     FROM (${journeyRows(p, rows, parts.from, opts.steps, inRange)})
+     WHERE j_tied OR (j_from > 0 AND length(j_hashes) >= 2)
      GROUP BY j_tied, j_hashes
      ORDER BY j_tied DESC, j_count DESC, j_path ASC
      ${limit === undefined ? '' : `LIMIT ${p.bind('UInt32', limit + 1)}`}`,
@@ -169,12 +209,27 @@ function comparePaths(a: string[], b: string[]): number {
   return a.length - b.length;
 }
 
+/** Sessions of two journeys' counts added up, by path. */
+function mergeJourneys(...lists: Counted[][]): Counted[] {
+  const byPath = new Map<string, Counted>();
+  for (const list of lists) {
+    for (const j of list) {
+      const key = JSON.stringify(j.path);
+      const known = byPath.get(key);
+      if (known) known.count += j.count;
+      else byPath.set(key, { path: j.path, count: j.count });
+    }
+  }
+  return [...byPath.values()].sort((a, b) => b.count - a.count || comparePaths(a.path, b.path));
+}
+
 /**
  * Journeys from `session_paths`: the sessions without a shared millisecond from their keys,
  * ranked past the limit, and the others from their events (filters selecting them alike),
  * merged. A journey ranked below those read has at most the last one's count plus every tied
  * session: when that cannot reach the limit's last count, the answer is exact; otherwise every
- * journey is read.
+ * journey is read. Unfiltered and from the first pageview, the range's summarized days add
+ * their journeys (summarizedJourneys).
  */
 async function rolledJourneys(
   ch: ClickHouse,
@@ -184,28 +239,198 @@ async function rolledJourneys(
   settled: Settled | undefined,
   spare: number,
 ): Promise<Counted[]> {
+  const days =
+    opts.startPage === undefined && rollupApplies(ch, common)
+      ? await journeyDays(ch, siteId, common, opts, settled)
+      : undefined;
+  if (days) {
+    const summarized = await summarizedJourneys(ch, siteId, common, opts, settled, days, spare);
+    if (summarized) return summarized;
+  }
   let keyed = await keyedJourneys(ch, siteId, common, opts, opts.limit + spare, settled);
   const { tied } = keyed;
   if (tied.length === 0) return keyed.journeys.slice(0, opts.limit);
   if (tied.length > listedSessionsLimit(ch)) return eventJourneys(ch, siteId, common, opts, opts.limit);
   const exact = await eventJourneys(ch, siteId, common, opts, tied.length, (p) => [sessionsWithin(p, tied)]);
-  const merge = (journeys: Counted[]) => {
-    const byPath = new Map(journeys.map((j) => [JSON.stringify(j.path), { ...j }]));
-    for (const j of exact) {
-      const key = JSON.stringify(j.path);
-      const known = byPath.get(key);
-      if (known) known.count += j.count;
-      else byPath.set(key, { ...j });
-    }
-    return [...byPath.values()].sort((a, b) => b.count - a.count || comparePaths(a.path, b.path));
-  };
-  let merged = merge(keyed.journeys);
+  let merged = mergeJourneys(keyed.journeys, exact);
   const complete = keyed.journeys.length < opts.limit + spare;
   const last = keyed.journeys.at(-1)?.count ?? 0;
   const limitCount = merged[opts.limit - 1]?.count ?? 0;
   if (!complete && last + tied.length >= limitCount) {
     keyed = await keyedJourneys(ch, siteId, common, opts, undefined, settled);
-    merged = merge(keyed.journeys);
+    merged = mergeJourneys(keyed.journeys, exact);
+  }
+  return merged.slice(0, opts.limit);
+}
+
+/**
+ * The parameters the journeys of `steps` pages from a session's first are summarized under: the
+ * days' totals (the sessions with a journey), and apart, one row per journey and day (its path
+ * hashes, JOURNEY_KEY, and sessions). Apart, a day's totals row is found in a few rows, not
+ * behind its thousands of journeys.
+ */
+const journeysParameter = (steps: number): SummarizedParameter => `journeys:${steps}`;
+const journeyRowsParameter = (steps: number) => `journeys:${steps}:paths`;
+
+/**
+ * The summarized days of an unfiltered range for journeys of `opts.steps` pages from the first
+ * (summaries.ts: days whose sessions all lie in the range), and the sessions their summaries
+ * hold; the journeys themselves are added up by the engine (summarizedJourneys). A day is built
+ * from its part of `session_paths`: every session's journey from its keys, and those of the
+ * sessions with a shared millisecond from their events. Its journeys are stored before its
+ * totals: a day with totals has its journeys (stored twice at worst, which a read finds).
+ */
+async function journeyDays(
+  ch: ClickHouse,
+  siteId: number,
+  common: CommonParams,
+  opts: JourneyOptions,
+  settled: Settled | undefined,
+): Promise<{ partitions: number[]; sessions: number } | undefined> {
+  const days = await summarizedDays(
+    ch,
+    siteId,
+    common,
+    journeysParameter(opts.steps),
+    settled,
+    async (days, parts) => {
+      const p = new Params();
+      const rows = await ch.query<{
+        day: number;
+        j_tied: number;
+        j_key: string;
+        j_count: number;
+        j_sessions: [string, number, number][];
+      }>(
+        `SELECT day, j_tied, ${JOURNEY_KEY}, count() AS j_count,
+           groupArrayIf((toString(session_id), arrayMin(j_ms), arrayMax(j_ms)), j_tied) AS j_sessions
+         FROM (${journeyRows(
+           p,
+           `SELECT toUInt32(_partition_id) AS day, session_id, page_keys FROM session_paths
+            WHERE site_id = ${p.bind('UInt32', siteId)} AND _part IN ${p.bind('Array(String)', parts)}
+              AND length(page_keys) >= 2`,
+           '1',
+           opts.steps,
+           undefined,
+           ['day'],
+         )})
+         WHERE j_tied OR length(j_hashes) >= 2
+         GROUP BY day, j_tied, j_hashes`,
+        p.values,
+      );
+      const tied = new Map<number, SessionSpan[]>();
+      for (const r of rows) if (Number(r.j_tied) === 1) tied.set(Number(r.day), sessionsAt(r.j_sessions));
+      if ([...tied.values()].reduce((n, s) => n + s.length, 0) > listedSessionsLimit(ch)) return undefined;
+      const partOf = new Map(days.map((day, i) => [day, parts[i]!]));
+      const byDay = new Map(days.map((day) => [day, new Map<string, number>()]));
+      const add = (day: number, key: string, n: number) => {
+        const counts = byDay.get(day);
+        counts?.set(key, (counts.get(key) ?? 0) + n);
+      };
+      for (const r of rows) if (Number(r.j_tied) === 0) add(Number(r.day), r.j_key, Number(r.j_count));
+      // The tied sessions' journeys from their events, a day at a time (they lie in the range).
+      for (const [day, sessions] of tied) {
+        const exact = await eventJourneys(ch, siteId, common, opts, sessions.length, (q) => [
+          sessionsWithin(q, sessions),
+        ]);
+        for (const j of exact) add(day, j.key!, j.count);
+      }
+      const values = [...byDay].flatMap(([day, counts]) =>
+        [...counts].map(([value, n]) => ({
+          site_id: siteId,
+          parameter: journeyRowsParameter(opts.steps),
+          partition: day,
+          source_part: partOf.get(day)!,
+          totals: 0,
+          value,
+          n_sessions: n,
+        })),
+      );
+      if (values.length > 0)
+        await ch.writer.insert({ table: 'metric_summaries', values, format: 'JSONEachRow' });
+      return new Map(
+        [...byDay].map(([day, counts]): [number, KeyedCounts] => {
+          const sessions = [...counts.values()].reduce((a, b) => a + b, 0);
+          return [day, { byValue: new Map(), all_sessions: sessions, all_events: 0 }];
+        }),
+      );
+    },
+  );
+  return days && { partitions: days.partitions, sessions: days.counts.all_sessions };
+}
+
+/**
+ * Journeys from the summaries of `days` added up (the first `limit + spare` of them, ranked by
+ * sessions) and those of the range's other sessions, all of them, from their keys or events
+ * (rolledJourneys). A journey the summaries rank below those read has at most the last one's
+ * count there: when that and its count among the other sessions cannot reach the limit's last
+ * count, the answer is exact; otherwise every summarized journey is read. Undefined when the
+ * summaries read do not hold the sessions they were built with (a day's rows not stored), or
+ * when too many of the other sessions share a millisecond to be listed.
+ */
+async function summarizedJourneys(
+  ch: ClickHouse,
+  siteId: number,
+  common: CommonParams,
+  opts: JourneyOptions,
+  settled: Settled | undefined,
+  days: { partitions: number[]; sessions: number },
+  spare: number,
+): Promise<Counted[] | undefined> {
+  const restrict = (q: Params) => inPartitions(q, days.partitions, true);
+  // Without FINAL: a day stored twice (two builds at once, not merged yet) counts its sessions
+  // twice, which the total tells; then read again with it.
+  const read = async (limit: number | undefined, final = false) => {
+    const p = new Params();
+    const rows = await ch.query<{ j_path: string[]; j_count: number; j_all: number }>(
+      `WITH ${pageNames(p, siteId, 'j_names')}
+       SELECT ${named}, j_count, j_all
+       FROM (
+         SELECT arrayMap(h -> toUInt64(h), splitByChar(',', value)) AS j_hashes,
+           sum(n_sessions) AS j_count, sum(j_count) OVER () AS j_all
+         FROM metric_summaries${final ? ' FINAL' : ''}
+         WHERE site_id = ${p.bind('UInt32', siteId)} AND parameter = ${p.bind('String', journeyRowsParameter(opts.steps))}
+           AND partition IN ${p.bind('Array(UInt32)', days.partitions)}
+           AND source_part IN ${p.bind('Array(String)', settled?.parts ?? [])}
+         GROUP BY value
+         ORDER BY j_count DESC, value
+         ${limit === undefined ? '' : `LIMIT ${p.bind('UInt32', limit)}`})`,
+      p.values,
+    );
+    const all = Number(rows[0]?.j_all ?? 0);
+    const journeys = rows.map((r) => ({ path: r.j_path, count: Number(r.j_count) }));
+    return { all, journeys };
+  };
+  const readWhole = async (limit: number | undefined) => {
+    const once = await read(limit);
+    return once.all === days.sessions ? once : read(limit, true);
+  };
+  const [top, keyed] = await Promise.all([
+    readWhole(opts.limit + spare),
+    keyedJourneys(ch, siteId, common, opts, undefined, settled, restrict),
+  ]);
+  if (top.all !== days.sessions || keyed.tied.length > listedSessionsLimit(ch)) return undefined;
+  const others = mergeJourneys(
+    keyed.journeys,
+    keyed.tied.length > 0
+      ? await eventJourneys(ch, siteId, common, opts, keyed.tied.length, (p) => [
+          sessionsWithin(p, keyed.tied),
+        ])
+      : [],
+  );
+  let merged = mergeJourneys(top.journeys, others);
+  if (top.journeys.length >= opts.limit + spare) {
+    const seen = new Set(top.journeys.map((j) => JSON.stringify(j.path)));
+    const unread = Math.max(
+      0,
+      ...others.filter((j) => !seen.has(JSON.stringify(j.path))).map((j) => j.count),
+    );
+    const limitCount = merged[opts.limit - 1]?.count ?? 0;
+    if (top.journeys.at(-1)!.count + unread >= limitCount) {
+      const whole = await readWhole(undefined);
+      if (whole.all !== days.sessions) return undefined;
+      merged = mergeJourneys(whole.journeys, others);
+    }
   }
   return merged.slice(0, opts.limit);
 }
@@ -230,7 +455,7 @@ export async function journeys(
     ? readRollup(ch, (settled) => rolledJourneys(ch, siteId, common, opts, settled, spare), 'session_paths')
     : eventJourneys(ch, siteId, common, opts, opts.limit);
   // The sessions in range as the overview counts them (from the rollup when it applies).
-  const [rows, { sessions }] = await Promise.all([counted, overview(ch, siteId, common)]);
+  const [rows, sessions] = await Promise.all([counted, countedSessionsOf(ch, siteId, common)]);
   return rows.map((r) => ({
     path: r.path,
     count: r.count,

@@ -103,6 +103,19 @@ export async function comparedOverviews(
   return [summaryOf(a), summaryOf(b)];
 }
 
+/**
+ * The sessions the overview counts (SPEC 13), without its other numbers: from the rollups, its
+ * reads less the distinct visitors (the longest of them, unfiltered).
+ */
+export async function countedSessionsOf(
+  ch: ClickHouse,
+  siteId: number,
+  common: CommonParams,
+): Promise<number> {
+  if (!rollupSessionsApply(ch)) return (await overview(ch, siteId, common)).sessions;
+  return (await readRollup(ch, (settled) => rollupOverview(ch, siteId, common, settled, true))).sessions;
+}
+
 const summaryOf = (t: OverviewTotals): TrafficSummary => ({
   sessions: t.sessions,
   pageviews: t.pageviews,
@@ -121,12 +134,15 @@ type OverviewTotals = SessionTotals & { pageviews: number; users: number };
  * (`sessionTotalDays`) add those totals. The distinct visitors of a long enough closed range
  * come from the days they have events on (`rangeVisitors`); otherwise from the counted sessions,
  * the summarized days' read for their visitors alone (a visitor of several days counts once).
+ * With `sessionsOnly`, only the sessions and their totals are right: the visitors are not
+ * counted, nor the pageviews that match filters tested on the session rows.
  */
 async function rollupOverview(
   ch: ClickHouse,
   siteId: number,
   common: CommonParams,
   settled: Settled | undefined,
+  sessionsOnly = false,
 ): Promise<OverviewTotals> {
   // Side by side on the pool: no crossing session belongs to a summarized day (its sessions all
   // lie in the range), so the crossing sessions are the same with those days left out. The
@@ -135,36 +151,35 @@ async function rollupOverview(
   // 10 M events, within the machine's spread). Its failure is taken where it is awaited; a
   // handler attached now keeps it from counting as unhandled when another read fails first.
   const unfiltered = rollupApplies(ch, common);
-  const counting = visitorDaysApply(ch, common) ? rangeVisitors(ch, siteId, common) : undefined;
+  const counting =
+    !sessionsOnly && visitorDaysApply(ch, common) ? rangeVisitors(ch, siteId, common) : undefined;
   counting?.catch(() => {});
+  const withKeys = !sessionsOnly && counting === undefined;
   // Filters tested on the session rows leave no matching events to count the pageviews from:
   // they are counted apart, on another read connection meanwhile.
-  const matchingPageviews = rowFiltersApply(ch, common)
-    ? countMatchingPageviews(ch, siteId, common)
-    : undefined;
+  const matchingPageviews =
+    !sessionsOnly && rowFiltersApply(ch, common) ? countMatchingPageviews(ch, siteId, common) : undefined;
   matchingPageviews?.catch(() => {});
   const [days, edges] = await Promise.all([
     unfiltered ? sessionTotalDays(ch, siteId, common, settled) : undefined,
     crossingSessions(ch, siteId, common, settled, undefined, undefined, unsureApply(ch, common)),
   ]);
   const p = new Params();
-  const fields: SessionRowField[] =
-    counting === undefined ? ['pageviews', 'ms', 'user_key'] : ['pageviews', 'ms'];
+  const fields: SessionRowField[] = withKeys ? ['pageviews', 'ms', 'user_key'] : ['pageviews', 'ms'];
   const rows = await rollupSessionRows(ch, p, siteId, common, fields, settled, {
     restrict: days && ((q) => inPartitions(q, days.partitions, true)),
     edges,
   });
   const pageviews =
-    matchingPageviews !== undefined
+    matchingPageviews !== undefined || (sessionsOnly && rowFiltersApply(ch, common))
       ? '0'
       : common.filters.length > 0
         ? 'sum(m_pageviews)'
         : 'sum(s_pageviews)';
-  const read =
-    counting !== undefined
-      ? `SELECT ${SESSION_TOTAL_AGGREGATES}, ${pageviews} AS pageviews, 0 AS users FROM (${rows})`
-      : days
-        ? `SELECT countIf(r) AS sessions, sumIf(s_pageviews, r) AS session_pageviews,
+  const read = !withKeys
+    ? `SELECT ${SESSION_TOTAL_AGGREGATES}, ${pageviews} AS pageviews, 0 AS users FROM (${rows})`
+    : days
+      ? `SELECT countIf(r) AS sessions, sumIf(s_pageviews, r) AS session_pageviews,
              countIf(r AND s_pageviews = 1) AS bounces, sumIf(s_ms, r) AS duration_ms,
              sumIf(s_pageviews, r) AS pageviews, uniqExact(s_user_key) AS users
            FROM (
@@ -176,7 +191,7 @@ async function rollupOverview(
                () => 'user_key',
                settled,
              )}))`
-        : `SELECT ${SESSION_TOTAL_AGGREGATES}, ${pageviews} AS pageviews, uniqExact(s_user_key) AS users
+      : `SELECT ${SESSION_TOTAL_AGGREGATES}, ${pageviews} AS pageviews, uniqExact(s_user_key) AS users
            FROM (${rows})`;
   const [t] = await ch.query<OverviewTotals>(read, p.values);
   const visitors = await counting;

@@ -34,7 +34,8 @@ export type SummarizedParameter =
   | 'hostname'
   | 'goals'
   | 'sessions'
-  | 'quarters';
+  | 'quarters'
+  | `journeys:${number}`;
 
 /** A value's counts: sums over disjoint sets of sessions add up. */
 export interface ValueCounts {

@@ -2,6 +2,7 @@ import type { ClickHouse } from '../../client';
 import type { CommonParams } from '../builder';
 import { type GoalDefinition, goalStats, pathPatternRegex } from '../goals';
 import { overviewBucketed } from './buckets';
+import { JOURNEY_STEPS, journeys } from './journeys';
 import { metric } from './metric';
 import { buildSessionPages } from './pages';
 import { type SessionRollup, settledParts } from './rollup';
@@ -32,6 +33,8 @@ const SUMMARIZED: [SummarizedParameter, SessionRollup][] = [
   ['sessions', 'session_facts'],
   ['quarters', 'session_paths'],
   ['goals', 'sessions'],
+  // Journeys of other lengths are summarized by the reads asking for them.
+  [`journeys:${JOURNEY_STEPS}`, 'session_paths'],
 ];
 
 const DAY_MS = 86_400_000;
@@ -93,7 +96,9 @@ export async function buildSummaries(
         ? listSessions(ch, siteId, common, { limit: 1, offset: 0 })
         : parameter === 'quarters'
           ? overviewBucketed(ch, siteId, common, 'day')
-          : metric(ch, siteId, common, parameter, { limit: 1, offset: 0 });
+          : isJourneys(parameter)
+            ? journeys(ch, siteId, common, { steps: JOURNEY_STEPS, limit: 1 })
+            : metric(ch, siteId, common, parameter, { limit: 1, offset: 0 });
   for (const [parameter] of SUMMARIZED) {
     if (!missing.has(parameter) || (parameter === 'goals' && patterns.length === 0)) continue;
     // Each read builds a week of days at most: read until one stores nothing.
@@ -110,6 +115,9 @@ export async function buildSummaries(
   report.pageDays = await buildSessionPages(ch, siteId, common, options.signal);
   return report;
 }
+
+const isJourneys = (parameter: SummarizedParameter): parameter is `journeys:${number}` =>
+  parameter.startsWith('journeys:');
 
 const goalPattern = (goal: GoalDefinition) =>
   pathPatternRegex((goal as Extract<GoalDefinition, { goalType: 'path' }>).config.pathPattern);
