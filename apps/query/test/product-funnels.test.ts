@@ -303,7 +303,7 @@ describe.each(PATHS)('funnels against a brute-force computation, %s', (_, json) 
   });
 });
 
-describe('retention against a brute-force computation', () => {
+describe.each(PATHS)('retention against a brute-force computation, %s', (_, json) => {
   const SCENARIOS: (Partial<CommonParams> & { startDate: string; endDate: string; mode: 'day' | 'week' })[] =
     [
       { startDate: '2026-03-01', endDate: '2026-03-20', timeZone: 'Asia/Kolkata', mode: 'day' },
@@ -320,7 +320,7 @@ describe('retention against a brute-force computation', () => {
       { startDate: '2026-01-01', endDate: '2026-04-07', timeZone: 'UTC', mode: 'day' },
     ];
   it.each(SCENARIOS.map((s, i) => [i, s] as const))('scenario %i: cohorts and returns', async (_, s) => {
-    const res = await h.json<{ data: { cohorts: Record<string, unknown> } }>(
+    const res = await json()<{ data: { cohorts: Record<string, unknown> } }>(
       site(`retention?${query(s, { mode: s.mode })}`),
       { key: tenant.key },
     );
@@ -332,7 +332,7 @@ describe('retention against a brute-force computation', () => {
   });
 
   it('without start_date takes `range` days ending end_date', async () => {
-    const res = await h.json(site('retention?mode=day&range=10&end_date=2026-03-20&time_zone=Asia/Kolkata'), {
+    const res = await json()(site('retention?mode=day&range=10&end_date=2026-03-20&time_zone=Asia/Kolkata'), {
       key: tenant.key,
     });
     expect(res.body).toEqual({
@@ -346,6 +346,22 @@ describe('retention against a brute-force computation', () => {
         'day',
       ),
     });
+  });
+
+  it("reads the visitors' quarter hours unfiltered with the rollups, the events otherwise", async () => {
+    const reads: string[] = [];
+    const capturing = h.jsonOn({
+      ...h.ch,
+      ...(json() === eventsOnly ? { rollups: false } : {}),
+      query: (sql, params, settings) => {
+        reads.push(sql);
+        return h.ch.query(sql, params, settings);
+      },
+    });
+    const s = SCENARIOS[0]!;
+    const res = await capturing(site(`retention?${query(s, { mode: s.mode })}`), { key: tenant.key });
+    expect(res.body).toEqual({ data: ref.retention(events, tenant.siteId, { ...full(s), ...s }, s.mode) });
+    expect(reads.some((sql) => sql.includes('FROM visitor_quarters'))).toBe(json() !== eventsOnly);
   });
 });
 

@@ -1,5 +1,5 @@
 import type { ClickHouse } from '../../client';
-import { type CommonParams, Params, whereClause } from '../builder';
+import { type CommonParams, Params, rangeBounds, whereClause } from '../builder';
 import { addDays, daysBetween, ratio } from './shared';
 
 export type RetentionMode = 'day' | 'week';
@@ -32,11 +32,69 @@ const MASK_PERIODS = 64;
 /** Per cohort (its period's index in the range) and later period: the cohort's visitors active then. */
 type ActiveRow = { cohort: number; period: number; visitors: number };
 
-/** The index in the range (from `first`) of the local day or week of each event. */
-function periodIndex(p: Params, common: CommonParams, mode: RetentionMode, first: string): string {
+/** The index in the range (from `first`) of the local day or week of `time` (by default, each event's). */
+function periodIndex(
+  p: Params,
+  common: CommonParams,
+  mode: RetentionMode,
+  first: string,
+  time = 'timestamp',
+): string {
   const tz = p.bind('String', common.timeZone);
-  const local = mode === 'day' ? `toDate(timestamp, ${tz})` : `toMonday(timestamp, ${tz})`;
+  const local = mode === 'day' ? `toDate(${time}, ${tz})` : `toMonday(${time}, ${tz})`;
   return `intDiv(dateDiff('day', ${p.bind('Date', first)}, ${local}), ${mode === 'day' ? 1 : 7})`;
+}
+
+const QUARTER_MS = 900_000;
+
+/**
+ * The range as UTC quarter hours (from, and the one after the last), when it is a run of whole
+ * ones after 1970 (`visitor_quarters` holds no earlier event): in a zone whose offsets are whole
+ * quarter hours (every zone's since 1972), so are its local days and weeks.
+ */
+async function rangeQuarters(ch: ClickHouse, common: CommonParams): Promise<[number, number] | undefined> {
+  const p = new Params();
+  const { from, to } = rangeBounds(p, common);
+  const [row] = await ch.query<{ f: number; t: number }>(
+    `SELECT toUnixTimestamp64Milli(${from}) AS f, toUnixTimestamp64Milli(${to}) AS t`,
+    p.values,
+  );
+  const [f, t] = [Number(row?.f), Number(row?.t)];
+  return f >= 0 && f % QUARTER_MS === 0 && t % QUARTER_MS === 0
+    ? [f / QUARTER_MS, t / QUARTER_MS]
+    : undefined;
+}
+
+/**
+ * activeByMask over the visitors' quarter hours (`visitor_quarters`, migration 0011) instead of
+ * their events, unfiltered: a visitor is active in a period exactly when it has a quarter hour
+ * in it, the rows are fewer than the events (2.7 M against 10 M at 10 M events), and each quarter
+ * hour's period is computed once, not per row.
+ */
+function activeQuarters(
+  ch: ClickHouse,
+  siteId: number,
+  common: CommonParams,
+  mode: RetentionMode,
+  first: string,
+  [q0, q1]: [number, number],
+): Promise<ActiveRow[]> {
+  const p = new Params();
+  const from = p.bind('UInt32', q0);
+  const periods = `arrayMap(q -> toUInt8(${periodIndex(p, common, mode, first, `toDateTime(q * 900, 'UTC')`)}),
+    range(${from}, ${p.bind('UInt32', q1)}))`;
+  return ch.query<ActiveRow>(
+    `WITH ${periods} AS r_period_of
+     SELECT r_active[1] AS cohort, r_at - r_active[1] AS period, count() AS visitors
+     FROM (
+       SELECT bitPositionsToArray(groupBitOr(bitShiftLeft(toUInt64(1), r_period_of[quarter - ${from} + 1]))) AS r_active
+       FROM visitor_quarters
+       WHERE site_id = ${p.bind('UInt32', siteId)} AND quarter >= ${from} AND quarter < ${p.bind('UInt32', q1)}
+       GROUP BY user_key)
+     ARRAY JOIN r_active AS r_at
+     GROUP BY cohort, period`,
+    p.values,
+  );
 }
 
 /**
@@ -106,9 +164,15 @@ export async function retention(
   const first = mode === 'day' ? common.startDate : monday(common.startDate);
   const last = mode === 'day' ? common.endDate : monday(common.endDate);
   const periods = Math.round((daysBetween(first, last) - 1) / days) + 1;
-  const rows = await (periods <= MASK_PERIODS
-    ? activeByMask(ch, siteId, common, mode, first)
-    : activeByPeriod(ch, siteId, common, mode, first));
+  const quarters =
+    periods <= MASK_PERIODS && ch.rollups !== false && common.filters.length === 0
+      ? await rangeQuarters(ch, common)
+      : undefined;
+  const rows = await (quarters
+    ? activeQuarters(ch, siteId, common, mode, first, quarters)
+    : periods <= MASK_PERIODS
+      ? activeByMask(ch, siteId, common, mode, first)
+      : activeByPeriod(ch, siteId, common, mode, first));
 
   const byCohort = new Map<string, Map<number, number>>();
   for (const r of rows) {
