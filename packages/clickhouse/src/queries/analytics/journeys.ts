@@ -421,10 +421,9 @@ async function summarizedJourneys(
   let merged = mergeJourneys(top.journeys, others);
   if (top.journeys.length >= opts.limit + spare) {
     const seen = new Set(top.journeys.map((j) => JSON.stringify(j.path)));
-    const unread = Math.max(
-      0,
-      ...others.filter((j) => !seen.has(JSON.stringify(j.path))).map((j) => j.count),
-    );
+    // A loop, not a spread: the other sessions' journeys may be more than a call takes arguments.
+    let unread = 0;
+    for (const j of others) if (j.count > unread && !seen.has(JSON.stringify(j.path))) unread = j.count;
     const limitCount = merged[opts.limit - 1]?.count ?? 0;
     if (top.journeys.at(-1)!.count + unread >= limitCount) {
       const whole = await readWhole(undefined);

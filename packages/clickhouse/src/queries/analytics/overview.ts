@@ -104,8 +104,9 @@ export async function comparedOverviews(
 }
 
 /**
- * The sessions the overview counts (SPEC 13), without its other numbers: from the rollups, its
- * reads less the distinct visitors (the longest of them, unfiltered).
+ * The sessions the overview counts (SPEC 13), without its other numbers (journeys' shares): from
+ * the rollups, its reads less the distinct visitors (the longest of them, unfiltered) and the
+ * matching pageviews of filters tested on the session rows.
  */
 export async function countedSessionsOf(
   ch: ClickHouse,
