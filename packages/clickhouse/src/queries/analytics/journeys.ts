@@ -17,7 +17,14 @@ import {
 } from './paths';
 import { matchedSessions, readRollup, rollupApplies, rollupSessionsApply, type Settled } from './rollup';
 import { EVENT_ORDER, matchesFilters, ratio } from './shared';
-import { inPartitions, type KeyedCounts, type SummarizedParameter, summarizedDays } from './summaries';
+import {
+  addCounts,
+  emptyCounts,
+  inPartitions,
+  type KeyedCounts,
+  type SummarizedParameter,
+  summarizedDays,
+} from './summaries';
 
 export interface Journey {
   /** Pageview paths in order, repeats in a row counted once. */
@@ -277,8 +284,7 @@ const journeyRowsParameter = (steps: number) => `journeys:${steps}:paths`;
  * (summaries.ts: days whose sessions all lie in the range), and the sessions their summaries
  * hold; the journeys themselves are added up by the engine (summarizedJourneys). A day is built
  * from its part of `session_paths`: every session's journey from its keys, and those of the
- * sessions with a shared millisecond from their events. Its journeys are stored before its
- * totals: a day with totals has its journeys (stored twice at worst, which a read finds).
+ * sessions with a shared millisecond from their events; its journeys are stored with its totals.
  */
 async function journeyDays(
   ch: ClickHouse,
@@ -321,11 +327,12 @@ async function journeyDays(
       const tied = new Map<number, SessionSpan[]>();
       for (const r of rows) if (Number(r.j_tied) === 1) tied.set(Number(r.day), sessionsAt(r.j_sessions));
       if ([...tied.values()].reduce((n, s) => n + s.length, 0) > listedSessionsLimit(ch)) return undefined;
-      const partOf = new Map(days.map((day, i) => [day, parts[i]!]));
-      const byDay = new Map(days.map((day) => [day, new Map<string, number>()]));
-      const add = (day: number, key: string, n: number) => {
+      const byDay = new Map<number, KeyedCounts>(days.map((day) => [day, emptyCounts()]));
+      const add = (day: number, v: string, n: number) => {
         const counts = byDay.get(day);
-        counts?.set(key, (counts.get(key) ?? 0) + n);
+        if (!counts) return;
+        addCounts(counts, { v, n_sessions: n, n_events: 0, bounces: 0, top_ms: 0, top_n: 0 });
+        counts.all_sessions += n;
       };
       for (const r of rows) if (Number(r.j_tied) === 0) add(Number(r.day), r.j_key, Number(r.j_count));
       // The tied sessions' journeys from their events, a day at a time (they lie in the range).
@@ -335,26 +342,9 @@ async function journeyDays(
         ]);
         for (const j of exact) add(day, j.key!, j.count);
       }
-      const values = [...byDay].flatMap(([day, counts]) =>
-        [...counts].map(([value, n]) => ({
-          site_id: siteId,
-          parameter: journeyRowsParameter(opts.steps),
-          partition: day,
-          source_part: partOf.get(day)!,
-          totals: 0,
-          value,
-          n_sessions: n,
-        })),
-      );
-      if (values.length > 0)
-        await ch.writer.insert({ table: 'metric_summaries', values, format: 'JSONEachRow' });
-      return new Map(
-        [...byDay].map(([day, counts]): [number, KeyedCounts] => {
-          const sessions = [...counts.values()].reduce((a, b) => a + b, 0);
-          return [day, { byValue: new Map(), all_sessions: sessions, all_events: 0 }];
-        }),
-      );
+      return byDay;
     },
+    { valuesUnder: journeyRowsParameter(opts.steps) },
   );
   return days && { partitions: days.partitions, sessions: days.counts.all_sessions };
 }

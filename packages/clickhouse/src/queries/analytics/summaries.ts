@@ -196,7 +196,10 @@ const wholePartitions = (parameter: SummarizedParameter) =>
  * `table` is the rollup whose parts `settled` lists (and the summaries are of). With `values`,
  * only those values are read, and a day counts as summarized only when its summary holds each
  * of them (`build` then returns a row for each, zeros included): a goal added later is built
- * for the days summarized before it.
+ * for the days summarized before it. With `valuesUnder`, the values' rows are stored under that
+ * parameter, in the same insert as the totals, and left to the caller to read (a day's totals
+ * are then found without reading its values): the counts returned hold the values of the days
+ * built by this read only.
  */
 export async function summarizedDays(
   ch: ClickHouse,
@@ -205,7 +208,11 @@ export async function summarizedDays(
   parameter: SummarizedParameter,
   settled: Settled | undefined,
   build: BuildCounts,
-  { table = 'session_paths', values }: { table?: SessionRollup; values?: string[] } = {},
+  {
+    table = 'session_paths',
+    values,
+    valuesUnder,
+  }: { table?: SessionRollup; values?: string[]; valuesUnder?: string } = {},
 ): Promise<{ partitions: number[]; counts: KeyedCounts } | undefined> {
   if (!settled || settled.partitions.length === 0) return undefined;
   const candidates = settled.partitions.filter((d) => /^\d{8}$/.test(d));
@@ -300,7 +307,7 @@ export async function summarizedDays(
       counts: built.get(day) ?? emptyCounts(),
       span: spans?.get(day) ?? utcDay(day),
     }));
-    await store(ch, siteId, parameter, summaries).catch(() => {});
+    await store(ch, siteId, parameter, summaries, valuesUnder).catch(() => {});
     for (const { day, counts: c } of summaries) {
       mergeCounts(counts, c);
       summarized.add(day);
@@ -353,12 +360,16 @@ export async function sessionSpans(
   );
 }
 
-/** Summaries as rows (each value's counts, and a totals row per day), in one insert: all or nothing. */
+/**
+ * Summaries as rows (each value's counts, under `valuesUnder` if given, and a totals row per
+ * day), in one insert: all or nothing.
+ */
 async function store(
   ch: ClickHouse,
   siteId: number,
   parameter: SummarizedParameter,
   summaries: { day: number; part: string; counts: KeyedCounts; span: Span }[],
+  valuesUnder: string = parameter,
 ): Promise<void> {
   const zero = { n_sessions: 0, n_events: 0, bounces: 0, top_ms: 0, top_n: 0 };
   const values = summaries.flatMap(({ day, part, counts, span }) => {
@@ -367,6 +378,7 @@ async function store(
     return [
       ...[...counts.byValue.values()].map(({ v, ...r }) => ({
         ...key,
+        parameter: valuesUnder,
         totals: 0,
         value: v,
         ...r,
