@@ -1,6 +1,6 @@
 import { buildSummaries, type ClickHouse, type GoalDefinition } from '@trackhouse/clickhouse';
 import type { Config, Logger } from '@trackhouse/core';
-import { listGoals, listSites, type Pool } from '@trackhouse/postgres';
+import { listFunnels, listGoals, listSites, type Pool } from '@trackhouse/postgres';
 import { Counter, Gauge, type Registry } from 'prom-client';
 import { boundedReads, type ReadSettings } from './reads';
 
@@ -23,8 +23,8 @@ const ALL_SITES = 0;
  * Builds the per-day summaries of the unfiltered answers in the background
  * (`buildSummaries`), so that a dashboard's read finds its settled days summarized instead of
  * building a week of them while it waits: every site at start and every SUMMARIES_INTERVAL_S
- * seconds (0: never), and a site again when its goals change. One site at a time, one read at
- * a time, so the service's other reads keep the rest of the query pool.
+ * seconds (0: never), and a site again when its goals or saved funnels change. One site at a
+ * time, one read at a time, so the service's other reads keep the rest of the query pool.
  */
 export class SummaryBuilder {
   private readonly queue = new Set<number>();
@@ -79,7 +79,7 @@ export class SummaryBuilder {
     return this;
   }
 
-  /** Queues one site (its goals changed), or every site. */
+  /** Queues one site (its goals or saved funnels changed), or every site. */
   schedule(siteId: number = ALL_SITES): void {
     if (!this.enabled || this.stopped.signal.aborted) return;
     this.queue.add(siteId);
@@ -135,9 +135,11 @@ export class SummaryBuilder {
       const pathGoals = goals
         .filter((g) => g.goalType === 'path')
         .map((g) => ({ goalType: g.goalType, config: g.config }) as GoalDefinition);
+      const funnels = (await listFunnels(this.deps.sql, siteId)).map((f) => f.steps);
       const report = await buildSummaries(this.ch, siteId, {
         days: this.deps.settings.SUMMARIES_DAYS,
         pathGoals,
+        funnels,
         signal: this.stopped.signal,
       });
       this.reads.inc(report.reads);

@@ -1,9 +1,13 @@
 import {
+  analyzeFunnel,
   compactSessionDays,
+  type FunnelStep,
+  funnelSummaryParameter,
   type GoalDefinition,
   generateEvents,
   insertEvents,
   journeys,
+  keyOfUserId,
   pathPatternRegex,
   type StoredEvent,
 } from '@trackhouse/clickhouse';
@@ -12,7 +16,11 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { TEST_CLICKHOUSE } from '../../../test/helpers';
 import { createQueryHarness, type QueryHarness } from './harness';
 import { full, query } from './params';
-import { journeys as referenceJourneys } from './product-reference-funnels';
+import {
+  reachedSteps,
+  funnel as referenceFunnel,
+  journeys as referenceJourneys,
+} from './product-reference-funnels';
 import { goalStats } from './reference';
 import { lateEvents } from './traffic-data';
 import * as ref from './traffic-reference';
@@ -717,5 +725,143 @@ describe.skipIf(TEST_CLICKHOUSE === 'cluster')('per-day summaries of the journey
     await compactSessionDays(h.ch, new Date('2027-01-01T00:00:00Z'));
     for (let i = 0; i < 2; i++) expect(await journeysOf({ limit: '500' })).toEqual(expected(3, 500));
     expect(await totalsOf(DAY)).toBeDefined();
+  });
+});
+
+// Unfiltered funnels over `session_paths` have summaries of the days: per day a totals row under
+// `funnel:<hash of the steps>`, the sessions reaching each step (values `1`..`n`), and apart
+// under `funnel:<hash>:visitors` one row per visitor with their furthest step that day.
+describe.skipIf(TEST_CLICKHOUSE === 'cluster')('per-day summaries of the funnels', () => {
+  const page = (value: string): FunnelStep => ({ type: 'page', value });
+  const event = (value: string): FunnelStep => ({ type: 'event', value });
+  const FUNNEL = [page('/pricing'), page('/signup'), event('signup')];
+  /** Every page three times: most sessions, many sharing a millisecond between their steps. */
+  const EVERY_PAGE = [page('/**'), page('/**'), page('/**')];
+  const parameterOf = (steps: FunnelStep[]) => funnelSummaryParameter(steps)!;
+  const analyze = async (steps: FunnelStep[], range = RANGE) => {
+    const res = await h.json<{ data: unknown[] }>(
+      `/api/sites/${tenant.siteId}/funnels/analyze?${query(range)}`,
+      {
+        key: tenant.key,
+        method: 'POST',
+        body: { steps },
+      },
+    );
+    expect(res.status).toBe(200);
+    return res.body.data;
+  };
+  const expected = (steps: FunnelStep[], range = RANGE) =>
+    referenceFunnel(ref.selection(events, tenant.siteId, full(range)), steps);
+  const inside = [3, 4, 5, 6, 7, 8, 9, 10, 11].map((d) => 20260600 + d);
+  /** The visitors' rows of a day as stored (FINAL), by visitor number. */
+  const storedVisitors = async (steps: FunnelStep[], day: number) =>
+    (
+      await h.ch.query<{ value: string; top_n: number }>(
+        `SELECT value, top_n FROM metric_summaries FINAL
+         WHERE site_id = {s:UInt32} AND parameter = {p:String} AND partition = {d:UInt32}
+           AND source_part = {part:String} ORDER BY value`,
+        { s: tenant.siteId, p: `${parameterOf(steps)}:visitors`, d: day, part: await partOf(day) },
+      )
+    ).map((r) => [r.value, Number(r.top_n)]);
+  /** Each visitor's furthest step over the sessions of a partition day (the day its session id tells), from the events. */
+  const visitorsOf = (steps: FunnelStep[], day: number) => {
+    const sessions = new Map<string, StoredEvent[]>();
+    for (const e of events) {
+      if (e.site_id !== tenant.siteId) continue;
+      const started = new Date(Number.parseInt(e.session_id.replaceAll('-', '').slice(0, 12), 16));
+      if (Number(started.toISOString().slice(0, 10).replaceAll('-', '')) !== day) continue;
+      sessions.set(e.session_id, [...(sessions.get(e.session_id) ?? []), e]);
+    }
+    const furthest = new Map<string, number>();
+    for (const list of sessions.values()) {
+      list.sort((a, b) => a.timestamp.localeCompare(b.timestamp) || a.event_id.localeCompare(b.event_id));
+      const reach = reachedSteps(list, steps);
+      const visitor = keyOfUserId(list[0]!.user_id).toString();
+      if (reach > 0) furthest.set(visitor, Math.max(furthest.get(visitor) ?? 0, reach));
+    }
+    return [...furthest].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
+  };
+
+  beforeAll(async () => {
+    await compactSessionDays(h.ch, new Date('2027-01-01T00:00:00Z'));
+  });
+
+  it('answers from the summaries as from the sessions, a week of days built per read', async () => {
+    for (const steps of [FUNNEL, EVERY_PAGE]) {
+      const want = expected(steps);
+      expect(want[0]).toMatchObject({ sessions: expect.any(Number) });
+      expect(await summaryDays(parameterOf(steps))).toEqual([]);
+      expect(await analyze(steps)).toEqual(want);
+      const built = await summaryDays(parameterOf(steps));
+      expect(built).toHaveLength(7);
+      expect(inside).toEqual(expect.arrayContaining(built));
+      expect(await analyze(steps)).toEqual(want);
+      expect(await summaryDays(parameterOf(steps))).toEqual(inside);
+      // A day holds each visitor's furthest step over its sessions, tied ones walked exactly.
+      const visitors = visitorsOf(steps, DAY);
+      expect(visitors.length).toBeGreaterThan(5);
+      expect(await storedVisitors(steps, DAY)).toEqual(visitors);
+      // With every session walked exactly, and over a range a day's sessions reach out of.
+      expect(await analyzeFunnel(h.ch, tenant.siteId, full(RANGE), steps, 0)).toEqual(want);
+      expect(await analyze(steps, SHORT_RANGE)).toEqual(expected(steps, SHORT_RANGE));
+    }
+    // Names change nothing of what a step matches: the same summaries.
+    expect(parameterOf(FUNNEL.map((s) => ({ ...s, name: 'named' })))).toBe(parameterOf(FUNNEL));
+    expect(parameterOf([page('/pricing'), page('/signup')])).not.toBe(parameterOf(FUNNEL));
+  });
+
+  it('reads a day from its summary, visitors stored twice once, and from its sessions after a late event', async () => {
+    for (let i = 0; i < 2; i++) await analyze(FUNNEL);
+    const parameter = parameterOf(FUNNEL);
+    const want = expected(FUNNEL) as { visitors: number; sessions: number }[];
+    // The day's visitors stored twice, as two builds at once would (until the rows merge).
+    await h.ch.command(
+      `INSERT INTO metric_summaries SELECT * FROM metric_summaries
+       WHERE site_id = {s:UInt32} AND parameter = {p:String} AND partition = {d:UInt32}`,
+      { s: tenant.siteId, p: `${parameter}:visitors`, d: DAY },
+    );
+    expect(await analyze(FUNNEL)).toEqual(want);
+    // A visitor only the summary knows, through every step, and sessions only it counts.
+    const [totals] = await h.ch.query<{ span_start: string; span_end: string; n: number }>(
+      `SELECT span_start, span_end, n_sessions AS n FROM metric_summaries FINAL
+       WHERE site_id = {s:UInt32} AND parameter = {p:String} AND partition = {d:UInt32} AND value = '1'`,
+      { s: tenant.siteId, p: parameter, d: DAY },
+    );
+    const row = (fields: Record<string, unknown>) => ({
+      site_id: tenant.siteId,
+      partition: DAY,
+      source_part: '',
+      totals: 0,
+      n_sessions: 0,
+      n_events: 0,
+      bounces: 0,
+      top_ms: 0,
+      top_n: 0,
+      s_part: 0,
+      e_part: 0,
+      span_start: totals!.span_start,
+      span_end: totals!.span_end,
+      ...fields,
+    });
+    const part = await partOf(DAY);
+    await h.ch.writer.insert({
+      table: 'metric_summaries',
+      values: [
+        row({ parameter: `${parameter}:visitors`, source_part: part, value: '12345', top_n: 3 }),
+        row({ parameter, source_part: part, value: '1', n_sessions: Number(totals!.n) + 1000 }),
+      ],
+      format: 'JSONEachRow',
+    });
+    const tampered = (await analyze(FUNNEL)) as { visitors: number; sessions: number }[];
+    expect(tampered.map((s) => s.visitors)).toEqual(want.map((s) => s.visitors + 1));
+    expect(tampered.map((s) => s.sessions)).toEqual(want.map((s, k) => s.sessions + (k === 0 ? 1000 : 0)));
+
+    // Late events in sessions of that day: its partition gains a part, its summary is left.
+    await addLateEvents(3, 'funnel-summaries');
+    expect(await analyze(FUNNEL)).toEqual(expected(FUNNEL));
+    // Merged into one part again: a new summary of the new part, the same answers.
+    await compactSessionDays(h.ch, new Date('2027-01-01T00:00:00Z'));
+    for (let i = 0; i < 2; i++) expect(await analyze(FUNNEL)).toEqual(expected(FUNNEL));
+    expect(await storedVisitors(FUNNEL, DAY)).toEqual(visitorsOf(FUNNEL, DAY));
   });
 });

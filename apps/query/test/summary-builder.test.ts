@@ -1,5 +1,7 @@
 import {
   compactSessionDays,
+  type FunnelStep,
+  funnelSummaryParameter,
   type GoalDefinition,
   generateEvents,
   insertEvents,
@@ -14,7 +16,7 @@ import { TEST_CLICKHOUSE } from '../../../test/helpers';
 import { SummaryBuilder } from '../src';
 import { createQueryHarness, type QueryHarness } from './harness';
 import { full, query } from './params';
-import { journeys as expectedJourneys } from './product-reference-funnels';
+import { funnel as expectedFunnel, journeys as expectedJourneys } from './product-reference-funnels';
 import { goalStats } from './reference';
 import * as ref from './traffic-reference';
 
@@ -210,6 +212,38 @@ describe.skipIf(TEST_CLICKHOUSE === 'cluster')('the background builder of summar
     expect(goals.body.data.map((g) => g.total_conversions)).toEqual(
       [docsGoal, pricingGoal].map((g) => goalStats(selected, g).total_conversions),
     );
+    expect(await summaryRows()).toBe(before);
+  });
+
+  it('builds a funnel saved through the API, whose answer then reads its summaries and equals the reference', async () => {
+    const steps: FunnelStep[] = [
+      { type: 'page', value: '/pricing', name: 'Pricing' },
+      { type: 'page', value: '/signup' },
+      { type: 'event', value: 'signup' },
+    ];
+    const withBuilder = h.jsonWith({ summaries: builder });
+    const saved = await withBuilder(`/api/sites/${tenant.siteId}/funnels`, {
+      key: tenant.key,
+      method: 'POST',
+      body: { name: 'signup', steps },
+    });
+    expect(saved.status).toBe(201);
+    await builder.idle();
+    const held = await stored();
+    const parameter = funnelSummaryParameter(steps);
+    const paths = (await dataParts()).filter((x) => x.table === 'session_paths');
+    expect(paths.filter((p) => !held.has(`${parameter}/${p.part}`))).toEqual([]);
+    const before = await summaryRows();
+    const res = await h.json<{ data: unknown[] }>(
+      `/api/sites/${tenant.siteId}/funnels/analyze?${query(RANGE)}`,
+      {
+        key: tenant.key,
+        method: 'POST',
+        body: { steps },
+      },
+    );
+    expect(res.body.data).toEqual(expectedFunnel(ref.selection(events, tenant.siteId, full(RANGE)), steps));
+    expect((res.body.data[0] as { sessions: number }).sessions).toBeGreaterThan(0);
     expect(await summaryRows()).toBe(before);
   });
 

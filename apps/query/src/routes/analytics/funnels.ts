@@ -200,6 +200,8 @@ export function funnelRoutes(ctx: QueryContext) {
     async (c) => {
       const { site } = await ctx.auth.site(c, c.req.valid('param').siteId, 'member');
       const funnel = await createFunnel(ctx.sql, site.siteId, c.req.valid('json'));
+      // A saved funnel's summaries are built ahead of its reads.
+      ctx.summaries?.schedule(site.siteId);
       return c.json({ success: true as const, funnelId: funnel.funnelId }, 201);
     },
   );
@@ -217,6 +219,7 @@ export function funnelRoutes(ctx: QueryContext) {
       const { site } = await ctx.auth.site(c, siteId, 'member');
       const updated = await updateFunnel(ctx.sql, site.siteId, funnelId, c.req.valid('json'));
       if (!updated) throw new ApiError('FUNNEL_NOT_FOUND', 'Funnel not found');
+      ctx.summaries?.schedule(site.siteId);
       return c.json({ success: true as const, funnelId: updated.funnelId }, 200);
     },
   );

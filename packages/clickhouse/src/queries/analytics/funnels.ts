@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import type { ClickHouse } from '../../client';
 import { type CommonParams, Params, rangeBounds, rangeCondition } from '../builder';
 import { type GoalDefinition, goalCondition, pathPatternRegex } from '../goals';
@@ -15,6 +16,14 @@ import {
 import { readRollup, rollupApplies, type Settled, userKey } from './rollup';
 import { SESSION_FIELDS, type SessionRow, type TrafficSession, toSession } from './sessions';
 import { listed, listOrder, matchesFilters, rankedPage, ratio } from './shared';
+import {
+  addCounts,
+  emptyCounts,
+  inPartitions,
+  type KeyedCounts,
+  PARTITION_DAY,
+  summarizedDays,
+} from './summaries';
 
 /** Most steps a funnel may have (each is a bit of a per-event mask). */
 export const MAX_FUNNEL_STEPS = 10;
@@ -153,7 +162,18 @@ function pathWalked(
   common: CommonParams,
   steps: FunnelStep[],
   settled: Settled | undefined,
-  extra: [expression: string, alias: string][] = [],
+  {
+    extra = [],
+    restrict,
+    source,
+  }: {
+    /** More columns: expressions over the rows and their names. */
+    extra?: [expression: string, alias: string][];
+    /** A condition narrowing the range's rows (pathRows). */
+    restrict?: (p: Params) => string;
+    /** The rows to walk instead of the range's (given the columns to select). */
+    source?: (columns: string) => string;
+  } = {},
 ): string {
   const inRange = keyInRange(p, common);
   const pageBits = steps.flatMap((s, k) =>
@@ -174,7 +194,9 @@ function pathWalked(
   const mask = (map: string) => `k -> transform(${keyHash('k')}, ${map}.1, ${map}.2, toUInt16(0))`;
   const columns = ['session_id', 'user_key AS s_user', 'page_keys', 'event_keys'];
   if (extra.length > 0) columns.push('session_start', 'session_end');
-  const rows = pathRows(p, siteId, common, () => columns.join(', '), settled);
+  const rows = source
+    ? source(columns.join(', '))
+    : pathRows(p, siteId, common, () => columns.join(', '), settled, undefined, restrict);
   const outer = ['session_id', 's_user', 'toString(s_user) AS s_uid', 'f_tied', 'f_from', 'f_to', 'reach'];
   return `WITH ${pages} AS f_pages, ${events} AS f_events
     SELECT ${[...outer, ...extra.map(([, alias]) => alias)].join(', ')} FROM (
@@ -204,15 +226,19 @@ interface WalkTotals {
 
 /**
  * Step counts of the sessions walked without event ids (`walked` builds their query: one row per
- * session, as `walkedSessions`), and what is left to walk exactly.
+ * session, as `walkedSessions`, or with `weight`, rows standing for some sessions each), and
+ * what is left to walk exactly.
  */
 async function walkTotals(
   ch: ClickHouse,
   steps: FunnelStep[],
   walked: (p: Params) => string,
+  /** A column of the rows: the sessions each stands for (else one). */
+  weight?: string,
 ): Promise<WalkTotals> {
   const p = new Params();
-  const perVisitor = steps.map((_, k) => `countIf(NOT f_tied AND reach > ${k}) AS u${k}`);
+  const counted = weight ? `sumIf(${weight}, ` : 'countIf(';
+  const perVisitor = steps.map((_, k) => `${counted}NOT f_tied AND reach > ${k}) AS u${k}`);
   const counts = steps.flatMap((_, k) => [
     `sum(u${k}) AS s${k}`,
     `countIf(NOT u_tied AND u_reach > ${k}) AS v${k}`,
@@ -285,6 +311,165 @@ async function exactTotals(
 }
 
 /**
+ * The name a funnel's per-day summaries are stored under: its steps as they match (a step's
+ * name changes nothing), hashed. Only funnels walked over `session_paths` have them.
+ */
+export function funnelSummaryParameter(steps: FunnelStep[]): `funnel:${string}` | undefined {
+  if (!walksPaths(steps)) return undefined;
+  const matching = JSON.stringify(steps.map((s) => [s.type, s.value]));
+  return `funnel:${createHash('sha256').update(matching).digest('hex').slice(0, 16)}`;
+}
+
+/** Where a funnel's per-day visitors are stored: one row per visitor and day, apart from the totals. */
+const visitorsParameter = (parameter: string) => `${parameter}:visitors`;
+
+/**
+ * The summarized days of an unfiltered range for a funnel (summaries.ts: days whose sessions all
+ * lie in the range), and the sessions reaching each step there (values `1`..`n`). A session wholly
+ * inside the range reaches the same steps whatever the range, so a day's sessions are walked
+ * once: its summary holds, per step, the sessions reaching it, and apart
+ * (`<parameter>:visitors`) one row per visitor with a session reaching step 1, the furthest step
+ * their sessions of the day reached (`top_n`): visitors are not additive over days, so an answer
+ * takes each visitor's furthest over the days it reads. Built from the day's part of
+ * `session_paths` as the range's sessions are walked, the sessions with a shared millisecond
+ * walked exactly from their events.
+ */
+async function funnelDays(
+  ch: ClickHouse,
+  siteId: number,
+  common: CommonParams,
+  steps: FunnelStep[],
+  parameter: `funnel:${string}`,
+  settled: Settled | undefined,
+): Promise<{ partitions: number[]; counts: KeyedCounts } | undefined> {
+  return summarizedDays(
+    ch,
+    siteId,
+    common,
+    parameter,
+    settled,
+    async (days, parts) => {
+      const p = new Params();
+      const source = (columns: string) =>
+        `SELECT ${columns} FROM session_paths
+         WHERE site_id = ${p.bind('UInt32', siteId)} AND _part IN ${p.bind('Array(String)', parts)}`;
+      const walked = pathWalked(p, siteId, common, steps, settled, {
+        extra: [[PARTITION_DAY, 'day']],
+        source,
+      });
+      const rows = await ch.query<
+        Record<string, number> & {
+          day: number;
+          s_uid: string;
+          u_reach: number;
+          u_tied: [string, number, number][];
+        }
+      >(
+        `SELECT day, s_uid, maxIf(reach, NOT f_tied) AS u_reach,
+           ${steps.map((_, k) => `countIf(NOT f_tied AND reach > ${k}) AS u${k}`).join(', ')},
+           groupArrayIf((toString(session_id), f_from, f_to), f_tied) AS u_tied
+         FROM (${walked})
+         GROUP BY day, s_uid`,
+        p.values,
+      );
+      const byDay = new Map<number, KeyedCounts>(days.map((day) => [day, emptyCounts()]));
+      const reached = (day: number, uid: string, reach: number, sessions: number[]) => {
+        const counts = byDay.get(day);
+        if (!counts || reach === 0) return;
+        sessions.forEach((n, k) => {
+          if (n > 0)
+            addCounts(counts, {
+              v: String(k + 1),
+              n_sessions: n,
+              n_events: 0,
+              bounces: 0,
+              top_ms: 0,
+              top_n: 0,
+            });
+        });
+        counts.all_sessions += sessions[0] ?? 0;
+        const known = counts.apart?.get(uid);
+        if (known) known.top_n = Math.max(known.top_n, reach);
+        else
+          addCounts(
+            counts,
+            { v: uid, n_sessions: 0, n_events: 0, bounces: 0, top_ms: 0, top_n: reach },
+            true,
+          );
+      };
+      const tied: SessionSpan[] = [];
+      const dayOf = new Map<string, number>();
+      for (const r of rows) {
+        const day = Number(r.day);
+        reached(
+          day,
+          r.s_uid,
+          Number(r.u_reach),
+          steps.map((_, k) => Number(r[`u${k}`])),
+        );
+        for (const s of sessionsAt(r.u_tied)) {
+          tied.push(s);
+          dayOf.set(s.id, day);
+        }
+      }
+      if (tied.length > listedSessionsLimit(ch)) return undefined;
+      if (tied.length > 0) {
+        for (const s of await exactlyWalked(ch, siteId, common, steps, tied)) {
+          const reach = Number(s.reach);
+          reached(
+            dayOf.get(s.s_id)!,
+            s.s_uid,
+            reach,
+            steps.map((_, k) => (reach > k ? 1 : 0)),
+          );
+        }
+      }
+      return byDay;
+    },
+    { valuesUnder: visitorsParameter(parameter) },
+  );
+}
+
+/**
+ * `walkTotals` of an unfiltered funnel over `session_paths`: the range's summarized days
+ * (funnelDays) add their sessions per step, and their visitors as rows standing for no session
+ * beside the other days' sessions, so that a visitor counts once at their furthest step. The
+ * visitors' rows are read without FINAL: a day stored twice repeats a visitor's furthest step,
+ * which changes nothing.
+ */
+async function rolledWalk(
+  ch: ClickHouse,
+  siteId: number,
+  common: CommonParams,
+  steps: FunnelStep[],
+  settled: Settled | undefined,
+): Promise<WalkTotals> {
+  const parameter = funnelSummaryParameter(steps);
+  const days = parameter && (await funnelDays(ch, siteId, common, steps, parameter, settled));
+  if (!parameter || !days) return walkTotals(ch, steps, (p) => pathWalked(p, siteId, common, steps, settled));
+  const columns = 'session_id, s_user, s_uid, f_tied, f_from, f_to, reach';
+  const totals = await walkTotals(
+    ch,
+    steps,
+    (p) => `SELECT ${columns}, toUInt8(1) AS s_n FROM (${pathWalked(p, siteId, common, steps, settled, {
+      restrict: (q) => inPartitions(q, days.partitions, true),
+    })})
+    UNION ALL
+    SELECT toUUID('00000000-0000-0000-0000-000000000000'), toUInt64(value), value, toUInt8(0), toInt64(0),
+      toInt64(0), toUInt8(top_n), toUInt8(0)
+    FROM metric_summaries
+    WHERE site_id = ${p.bind('UInt32', siteId)} AND parameter = ${p.bind('String', visitorsParameter(parameter))}
+      AND partition IN ${p.bind('Array(UInt32)', days.partitions)}
+      AND source_part IN ${p.bind('Array(String)', settled?.parts ?? [])}`,
+    's_n',
+  );
+  return {
+    ...totals,
+    sessions: totals.sessions.map((n, k) => n + (days.counts.byValue.get(String(k + 1))?.n_sessions ?? 0)),
+  };
+}
+
+/**
  * Sessions and visitors reaching each step. One pass over the range's events that match a step
  * or the filters walks each session without event ids; the few sessions where a millisecond is
  * shared are walked again in exact event order (by id, within the bounds of their rows). A
@@ -302,11 +487,7 @@ export async function analyzeFunnel(
 ): Promise<FunnelStepResult[]> {
   const walked =
     rollupApplies(ch, common) && walksPaths(steps)
-      ? await readRollup(
-          ch,
-          (settled) => walkTotals(ch, steps, (p) => pathWalked(p, siteId, common, steps, settled)),
-          'session_paths',
-        )
+      ? await readRollup(ch, (settled) => rolledWalk(ch, siteId, common, steps, settled), 'session_paths')
       : await walkTotals(ch, steps, (p) => walkedSessions(p, siteId, common, steps));
   const reached = [...walked.sessions];
   const visitors = [...walked.visitors];
@@ -505,7 +686,7 @@ async function keyedStepSessions(
       ? `if(session_start >= ${from}, toUnixTimestamp64Milli(session_start),
            arrayElement(${p.bind('Array(Int64)', before.starts)}, indexOf(${p.bind('Array(String)', before.ids)}, toString(session_id))))`
       : 'toUnixTimestamp64Milli(session_start)';
-    const walked = pathWalked(p, siteId, common, steps, settled, [[start, 's_start']]);
+    const walked = pathWalked(p, siteId, common, steps, settled, { extra: [[start, 's_start']] });
     const [row] = await ch.query<{ untied: number; tied: [string, number, number][]; head: string[] }>(
       `SELECT countIf(NOT f_tied AND ${picked}) AS untied,
          groupArrayIf((toString(session_id), f_from, f_to), f_tied) AS tied,

@@ -331,7 +331,7 @@ async function journeyDays(
       const add = (day: number, v: string, n: number) => {
         const counts = byDay.get(day);
         if (!counts) return;
-        addCounts(counts, { v, n_sessions: n, n_events: 0, bounces: 0, top_ms: 0, top_n: 0 });
+        addCounts(counts, { v, n_sessions: n, n_events: 0, bounces: 0, top_ms: 0, top_n: 0 }, true);
         counts.all_sessions += n;
       };
       for (const r of rows) if (Number(r.j_tied) === 0) add(Number(r.day), r.j_key, Number(r.j_count));

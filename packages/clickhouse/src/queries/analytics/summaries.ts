@@ -35,7 +35,8 @@ export type SummarizedParameter =
   | 'goals'
   | 'sessions'
   | 'quarters'
-  | `journeys:${number}`;
+  | `journeys:${number}`
+  | `funnel:${string}`;
 
 /** A value's counts: sums over disjoint sets of sessions add up. */
 export interface ValueCounts {
@@ -55,6 +56,8 @@ export interface Parts {
 
 export interface KeyedCounts {
   byValue: Map<string, ValueCounts>;
+  /** Values stored apart, under another parameter (summarizedDays' `valuesUnder`), and not read back. */
+  apart?: Map<string, ValueCounts>;
   all_sessions: number;
   all_events: number;
 }
@@ -63,12 +66,15 @@ const ADDITIVE = ['n_sessions', 'n_events', 'bounces', 'top_ms', 'top_n'] as con
 
 export const emptyCounts = (): KeyedCounts => ({ byValue: new Map(), all_sessions: 0, all_events: 0 });
 
-export function addCounts(into: KeyedCounts, r: ValueCounts): void {
-  const known = into.byValue.get(r.v);
+/** Adds a value's counts to those of `into` (to its values stored apart, with `apart`). */
+export function addCounts(into: KeyedCounts, r: ValueCounts, apart = false): void {
+  if (apart && !into.apart) into.apart = new Map();
+  const values = (apart ? into.apart : undefined) ?? into.byValue;
+  const known = values.get(r.v);
   if (!known) {
     const fresh = { v: r.v } as ValueCounts;
     for (const c of ADDITIVE) fresh[c] = Number(r[c]);
-    into.byValue.set(r.v, fresh);
+    values.set(r.v, fresh);
   } else for (const c of ADDITIVE) known[c] += Number(r[c]);
 }
 
@@ -196,10 +202,11 @@ const wholePartitions = (parameter: SummarizedParameter) =>
  * `table` is the rollup whose parts `settled` lists (and the summaries are of). With `values`,
  * only those values are read, and a day counts as summarized only when its summary holds each
  * of them (`build` then returns a row for each, zeros included): a goal added later is built
- * for the days summarized before it. With `valuesUnder`, the values' rows are stored under that
- * parameter, in the same insert as the totals, and left to the caller to read (a day's totals
- * are then found without reading its values): the counts returned hold the values of the days
- * built by this read only.
+ * for the days summarized before it. With `valuesUnder`, the values `build` returns apart
+ * (`KeyedCounts.apart`) are stored under that parameter, in the same insert as the totals, and
+ * left to the caller to read (a day's totals are then found without reading them); a day built
+ * by this read whose rows could not be stored is then not summarized (the caller would not
+ * find its values).
  */
 export async function summarizedDays(
   ch: ClickHouse,
@@ -307,8 +314,11 @@ export async function summarizedDays(
       counts: built.get(day) ?? emptyCounts(),
       span: spans?.get(day) ?? utcDay(day),
     }));
-    await store(ch, siteId, parameter, summaries, valuesUnder).catch(() => {});
-    for (const { day, counts: c } of summaries) {
+    const stored = await store(ch, siteId, parameter, summaries, valuesUnder).then(
+      () => true,
+      () => false,
+    );
+    for (const { day, counts: c } of stored || !valuesUnder ? summaries : []) {
       mergeCounts(counts, c);
       summarized.add(day);
     }
@@ -361,7 +371,7 @@ export async function sessionSpans(
 }
 
 /**
- * Summaries as rows (each value's counts, under `valuesUnder` if given, and a totals row per
+ * Summaries as rows (each value's counts, those apart under `valuesUnder`, and a totals row per
  * day), in one insert: all or nothing.
  */
 async function store(
@@ -375,17 +385,20 @@ async function store(
   const values = summaries.flatMap(({ day, part, counts, span }) => {
     const key = { site_id: siteId, parameter, partition: day, source_part: part };
     const spanned = { span_start: span.start, span_end: span.end };
-    return [
-      ...[...counts.byValue.values()].map(({ v, ...r }) => ({
+    const valueRows = (values: Map<string, ValueCounts> | undefined, under: string) =>
+      [...(values?.values() ?? [])].map(({ v, ...r }) => ({
         ...key,
-        parameter: valuesUnder,
+        parameter: under,
         totals: 0,
         value: v,
         ...r,
         s_part: 0,
         e_part: 0,
         ...spanned,
-      })),
+      }));
+    return [
+      ...valueRows(counts.byValue, parameter),
+      ...valueRows(counts.apart, valuesUnder),
       {
         ...key,
         totals: 1,

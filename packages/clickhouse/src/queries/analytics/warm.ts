@@ -2,6 +2,7 @@ import type { ClickHouse } from '../../client';
 import type { CommonParams } from '../builder';
 import { type GoalDefinition, goalStats, pathPatternRegex } from '../goals';
 import { overviewBucketed } from './buckets';
+import { analyzeFunnel, type FunnelStep, funnelSummaryParameter } from './funnels';
 import { JOURNEY_STEPS, journeys } from './journeys';
 import { metric } from './metric';
 import { buildSessionPages } from './pages';
@@ -48,6 +49,8 @@ export interface SummaryBuildOptions {
   days: number;
   /** The site's path goals (their summaries hold a value per pattern). */
   pathGoals?: GoalDefinition[];
+  /** The steps of the site's saved funnels (each has summaries of its own). */
+  funnels?: FunnelStep[][];
   now?: Date;
   signal?: AbortSignal;
 }
@@ -88,7 +91,17 @@ export async function buildSummaries(
     filters: [],
   };
   const patterns = [...new Set((options.pathGoals ?? []).map(goalPattern))];
-  const missing = await missingSummaries(ch, siteId, first, now, patterns);
+  // Saved funnels that have summaries, once per parameter (two funnels may match alike).
+  const funnels = new Map<SummarizedParameter, FunnelStep[]>();
+  for (const steps of options.funnels ?? []) {
+    const parameter = funnelSummaryParameter(steps);
+    if (parameter) funnels.set(parameter, steps);
+  }
+  const summarized: [SummarizedParameter, SessionRollup][] = [
+    ...SUMMARIZED,
+    ...[...funnels.keys()].map((f): [SummarizedParameter, SessionRollup] => [f, 'session_paths']),
+  ];
+  const missing = await missingSummaries(ch, siteId, first, now, patterns, summarized);
   const read = (parameter: SummarizedParameter): Promise<unknown> =>
     parameter === 'goals'
       ? goalStats(ch, siteId, common, options.pathGoals ?? [])
@@ -98,8 +111,10 @@ export async function buildSummaries(
           ? overviewBucketed(ch, siteId, common, 'day')
           : isJourneys(parameter)
             ? journeys(ch, siteId, common, { steps: JOURNEY_STEPS, limit: 1 })
-            : metric(ch, siteId, common, parameter, { limit: 1, offset: 0 });
-  for (const [parameter] of SUMMARIZED) {
+            : isFunnel(parameter)
+              ? analyzeFunnel(ch, siteId, common, funnels.get(parameter) ?? [])
+              : metric(ch, siteId, common, parameter, { limit: 1, offset: 0 });
+  for (const [parameter] of summarized) {
     if (!missing.has(parameter) || (parameter === 'goals' && patterns.length === 0)) continue;
     // Each read builds a week of days at most: read until one stores nothing.
     for (let i = 0; i <= Math.ceil(options.days / DAYS_PER_READ); i++) {
@@ -118,6 +133,9 @@ export async function buildSummaries(
 
 const isJourneys = (parameter: SummarizedParameter): parameter is `journeys:${number}` =>
   parameter.startsWith('journeys:');
+
+const isFunnel = (parameter: SummarizedParameter): parameter is `funnel:${string}` =>
+  parameter.startsWith('funnel:');
 
 const goalPattern = (goal: GoalDefinition) =>
   pathPatternRegex((goal as Extract<GoalDefinition, { goalType: 'path' }>).config.pathPattern);
@@ -148,11 +166,12 @@ async function missingSummaries(
   first: number,
   now: number,
   patterns: string[],
+  summarized: [SummarizedParameter, SessionRollup][],
 ): Promise<Set<SummarizedParameter>> {
   const from = partitionOf(first);
   const settledBy = partitionOf(now - SETTLE_MS - DAY_MS);
   const eligible: { table: SessionRollup; part: string }[] = [];
-  for (const table of new Set(SUMMARIZED.map(([, t]) => t))) {
+  for (const table of new Set(summarized.map(([, t]) => t))) {
     const { partitions, parts } = await settledParts(ch, table);
     partitions.forEach((partition, i) => {
       if (/^\d{8}$/.test(partition) && partition >= from && partition <= settledBy)
@@ -173,7 +192,7 @@ async function missingSummaries(
   const required = (parameter: SummarizedParameter) =>
     parameter === 'goals' ? patterns : parameter === 'sessions' ? [''] : [];
   const missing = new Set<SummarizedParameter>();
-  for (const [parameter, table] of SUMMARIZED) {
+  for (const [parameter, table] of summarized) {
     for (const r of eligible) {
       if (r.table !== table) continue;
       const values = held.get(`${parameter}/${r.part}`);
