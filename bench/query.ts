@@ -240,6 +240,19 @@ export async function benchQuery(args: string[]): Promise<void> {
       const res = await fetch(`${base}/goals`, { method: 'POST', headers, body: JSON.stringify(goal) });
       goalIds.push(((await res.json()) as { goalId: number }).goalId);
     }
+    // The bench's funnel saved, as a dashboard keeps the funnels it shows (the background
+    // builder then summarizes it); once per data directory, as the goals.
+    const funnels = (await (await fetch(`${base}/funnels`, { headers })).json()) as {
+      data: { name: string }[];
+    };
+    if (!funnels.data.some((f) => f.name === 'signup')) {
+      const res = await fetch(`${base}/funnels`, {
+        method: 'POST',
+        headers,
+        body: JSON.stringify({ name: 'signup', steps: FUNNEL_STEPS }),
+      });
+      if (res.status !== 201) throw new Error(`saving the funnel: HTTP ${res.status}`);
+    }
     await summariesBuilt(server.url);
     const end = new Date();
     const start = new Date(end.getTime() - (days - 1) * 86_400_000);
