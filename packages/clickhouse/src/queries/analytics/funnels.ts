@@ -197,26 +197,29 @@ function pathWalked(
   const rows = source
     ? source(columns.join(', '))
     : pathRows(p, siteId, common, () => columns.join(', '), settled, undefined, restrict);
-  const outer = ['session_id', 's_user', 'toString(s_user) AS s_uid', 'f_tied', 'f_from', 'f_to', 'reach'];
+  // A step per subquery: as one list of aliases, the engine's analysis expands each alias where
+  // it is used, and planning took most of the walk (docs/benchmarks.md).
+  const carried = ['session_id', 's_user', ...extra.map(([, alias]) => alias)].join(', ');
   return `WITH ${pages} AS f_pages, ${events} AS f_events
-    SELECT ${[...outer, ...extra.map(([, alias]) => alias)].join(', ')} FROM (
-      SELECT ${['session_id', 's_user', ...extra.map(([e, alias]) => `${e} AS ${alias}`)].join(', ')},
-        arrayConcat(page_keys, event_keys) AS f_all,
-        arrayConcat(arrayMap(${mask('f_pages')}, page_keys), arrayMap(${mask('f_events')}, event_keys)) AS f_all_masks,
-        arrayFilter((m, k) -> m != 0 AND ${inRange('k')}, f_all_masks, f_all) AS f_m,
-        arrayFilter((k, m) -> m != 0 AND ${inRange('k')}, f_all, f_all_masks) AS f_k,
-        arraySort((m, k) -> k, f_m, f_k) AS f_masks,
-        arrayMap(k -> ${keyMs('k')}, f_k) AS f_ms,
-        length(arrayDistinct(f_ms)) < length(f_ms) AS f_tied,
-        arrayMin(f_ms) AS f_from,
-        arrayMax(f_ms) AS f_to,
-        ${REACHED_STEPS} AS reach
-      FROM (${rows})
-      WHERE arrayExists(m -> bitTest(m, 0), f_m))`;
+    SELECT ${carried}, toString(s_user) AS s_uid, f_tied, f_from, f_to, ${REACHED_STEPS} AS reach FROM (
+      SELECT ${carried}, f_masks, length(arrayDistinct(f_ms)) < length(f_ms) AS f_tied,
+        arrayMin(f_ms) AS f_from, arrayMax(f_ms) AS f_to
+      FROM (
+        SELECT ${carried}, arraySort((m, k) -> k, f_m, f_k) AS f_masks, arrayMap(k -> ${keyMs('k')}, f_k) AS f_ms
+        FROM (
+          SELECT ${carried},
+            arrayFilter((m, k) -> m != 0 AND ${inRange('k')}, f_all_masks, f_all) AS f_m,
+            arrayFilter((k, m) -> m != 0 AND ${inRange('k')}, f_all, f_all_masks) AS f_k
+          FROM (
+            SELECT ${['session_id', 's_user', ...extra.map(([e, alias]) => `${e} AS ${alias}`)].join(', ')},
+              arrayConcat(page_keys, event_keys) AS f_all,
+              arrayConcat(arrayMap(${mask('f_pages')}, page_keys), arrayMap(${mask('f_events')}, event_keys)) AS f_all_masks
+            FROM (${rows}))
+          WHERE arrayExists(m -> bitTest(m, 0), f_m))))`;
 }
 
 interface WalkTotals {
-  /** Per step: sessions not tied reaching it, visitors without a tied session reaching it. */
+  /** Per step: sessions not tied reaching it, visitors reaching it through such sessions. */
   sessions: number[];
   visitors: number[];
   /** Visitors with a tied session: their key and the furthest step their other sessions reached. */
@@ -226,34 +229,39 @@ interface WalkTotals {
 
 /**
  * Step counts of the sessions walked without event ids (`walked` builds their query: one row per
- * session, as `walkedSessions`, or with `weight`, rows standing for some sessions each), and
- * what is left to walk exactly.
+ * session, as `walkedSessions`), and what is left to walk exactly. `beside` adds visitors known
+ * otherwise, as rows of a visitor number `u` and a furthest step `r` (a visitor may have several):
+ * each counts once at the furthest step of all their rows and sessions.
  */
 async function walkTotals(
   ch: ClickHouse,
   steps: FunnelStep[],
   walked: (p: Params) => string,
-  /** A column of the rows: the sessions each stands for (else one). */
-  weight?: string,
+  beside?: (p: Params) => string,
 ): Promise<WalkTotals> {
   const p = new Params();
-  const counted = weight ? `sumIf(${weight}, ` : 'countIf(';
-  const perVisitor = steps.map((_, k) => `${counted}NOT f_tied AND reach > ${k}) AS u${k}`);
+  const perVisitor = steps.map((_, k) => `countIf(NOT f_tied AND reach > ${k}) AS u${k}`);
+  // Beside other rows, a visitor may come more than once: counted distinct, not grouped again.
   const counts = steps.flatMap((_, k) => [
     `sum(u${k}) AS s${k}`,
-    `countIf(NOT u_tied AND u_reach > ${k}) AS v${k}`,
+    beside ? `uniqExactIf(s_user, u_reach > ${k}) AS v${k}` : `countIf(u_reach > ${k}) AS v${k}`,
   ]);
+  const grouped = `SELECT s_user, toString(s_user) AS u_uid, max(f_tied) AS u_tied, maxIf(reach, NOT f_tied) AS u_reach,
+      groupArrayIf((toString(session_id), f_from, f_to), f_tied) AS u_tied_sessions, ${perVisitor.join(', ')}
+    FROM (${walked(p)})
+    GROUP BY s_user`;
+  const rows = beside
+    ? `${grouped}
+       UNION ALL
+       SELECT u, '', toUInt8(0), r, [], ${steps.map(() => 'toUInt64(0)').join(', ')} FROM (${beside(p)})`
+    : grouped;
   const [row] = await ch.query<
     Record<string, number> & { tied_users: [string, number][]; tied: [string, number, number][] }
   >(
     `SELECT ${counts.join(', ')},
        groupArrayIf((u_uid, u_reach), u_tied) AS tied_users,
        arrayFlatten(groupArrayIf(u_tied_sessions, u_tied)) AS tied
-     FROM (
-       SELECT s_user, any(s_uid) AS u_uid, max(f_tied) AS u_tied, maxIf(reach, NOT f_tied) AS u_reach,
-         groupArrayIf((toString(session_id), f_from, f_to), f_tied) AS u_tied_sessions, ${perVisitor.join(', ')}
-       FROM (${walked(p)})
-       GROUP BY s_user)`,
+     FROM (${rows})`,
     p.values,
   );
   return {
@@ -447,24 +455,40 @@ async function rolledWalk(
   const parameter = funnelSummaryParameter(steps);
   const days = parameter && (await funnelDays(ch, siteId, common, steps, parameter, settled));
   if (!parameter || !days) return walkTotals(ch, steps, (p) => pathWalked(p, siteId, common, steps, settled));
-  const columns = 'session_id, s_user, s_uid, f_tied, f_from, f_to, reach';
+  const summarized = (p: Params, uids?: string[]) =>
+    `metric_summaries
+     WHERE site_id = ${p.bind('UInt32', siteId)} AND parameter = ${p.bind('String', visitorsParameter(parameter))}
+       AND partition IN ${p.bind('Array(UInt32)', days.partitions)}
+       AND source_part IN ${p.bind('Array(String)', settled?.parts ?? [])}${
+         uids ? ` AND value IN ${p.bind('Array(String)', uids)}` : ''
+       }`;
   const totals = await walkTotals(
     ch,
     steps,
-    (p) => `SELECT ${columns}, toUInt8(1) AS s_n FROM (${pathWalked(p, siteId, common, steps, settled, {
-      restrict: (q) => inPartitions(q, days.partitions, true),
-    })})
-    UNION ALL
-    SELECT toUUID('00000000-0000-0000-0000-000000000000'), toUInt64(value), value, toUInt8(0), toInt64(0),
-      toInt64(0), toUInt8(top_n), toUInt8(0)
-    FROM metric_summaries
-    WHERE site_id = ${p.bind('UInt32', siteId)} AND parameter = ${p.bind('String', visitorsParameter(parameter))}
-      AND partition IN ${p.bind('Array(UInt32)', days.partitions)}
-      AND source_part IN ${p.bind('Array(String)', settled?.parts ?? [])}`,
-    's_n',
+    (p) =>
+      pathWalked(p, siteId, common, steps, settled, {
+        restrict: (q) => inPartitions(q, days.partitions, true),
+      }),
+    (p) => `SELECT toUInt64(value) AS u, toUInt8(top_n) AS r FROM ${summarized(p)}`,
   );
+  // The visitors with a tied session reached, by their other sessions, the furthest of the
+  // walk's and of the summarized days'.
+  let tiedUsers = totals.tiedUsers;
+  if (tiedUsers.length > 0) {
+    const p = new Params();
+    const rows = await ch.query<{ uid: string; reach: number }>(
+      `SELECT value AS uid, max(top_n) AS reach FROM ${summarized(
+        p,
+        tiedUsers.map(([uid]) => uid),
+      )} GROUP BY value`,
+      p.values,
+    );
+    const inDays = new Map(rows.map((r) => [r.uid, Number(r.reach)]));
+    tiedUsers = tiedUsers.map(([uid, reach]) => [uid, Math.max(reach, inDays.get(uid) ?? 0)]);
+  }
   return {
     ...totals,
+    tiedUsers,
     sessions: totals.sessions.map((n, k) => n + (days.counts.byValue.get(String(k + 1))?.n_sessions ?? 0)),
   };
 }
@@ -496,14 +520,17 @@ export async function analyzeFunnel(
       return stepResults(steps, await exactTotals(ch, siteId, common, steps));
     }
     const exact = await exactlyWalked(ch, siteId, common, steps, walked.tied);
-    // A tied visitor reaches the furthest of their other sessions and their tied ones.
-    const furthest = new Map(walked.tiedUsers);
+    // A tied visitor reaches the furthest of their other sessions (counted already) and their
+    // tied ones: the steps past the first count them now.
+    const counted = new Map(walked.tiedUsers);
+    const furthest = new Map(counted);
     for (const s of exact) {
       const reach = Number(s.reach);
       for (let k = 0; k < reach; k++) reached[k]! += 1;
       furthest.set(s.s_uid, Math.max(furthest.get(s.s_uid) ?? 0, reach));
     }
-    for (const reach of furthest.values()) for (let k = 0; k < reach; k++) visitors[k]! += 1;
+    for (const [uid, reach] of furthest)
+      for (let k = counted.get(uid) ?? 0; k < reach; k++) visitors[k]! += 1;
   }
   return stepResults(steps, { reached, visitors });
 }
