@@ -197,25 +197,22 @@ function pathWalked(
   const rows = source
     ? source(columns.join(', '))
     : pathRows(p, siteId, common, () => columns.join(', '), settled, undefined, restrict);
-  // A step per subquery: as one list of aliases, the engine's analysis expands each alias where
-  // it is used, and planning took most of the walk (docs/benchmarks.md).
-  const carried = ['session_id', 's_user', ...extra.map(([, alias]) => alias)].join(', ');
+  const outer = ['session_id', 's_user', 'toString(s_user) AS s_uid', 'f_tied', 'f_from', 'f_to', 'reach'];
   return `WITH ${pages} AS f_pages, ${events} AS f_events
-    SELECT ${carried}, toString(s_user) AS s_uid, f_tied, f_from, f_to, ${REACHED_STEPS} AS reach FROM (
-      SELECT ${carried}, f_masks, length(arrayDistinct(f_ms)) < length(f_ms) AS f_tied,
-        arrayMin(f_ms) AS f_from, arrayMax(f_ms) AS f_to
-      FROM (
-        SELECT ${carried}, arraySort((m, k) -> k, f_m, f_k) AS f_masks, arrayMap(k -> ${keyMs('k')}, f_k) AS f_ms
-        FROM (
-          SELECT ${carried},
-            arrayFilter((m, k) -> m != 0 AND ${inRange('k')}, f_all_masks, f_all) AS f_m,
-            arrayFilter((k, m) -> m != 0 AND ${inRange('k')}, f_all, f_all_masks) AS f_k
-          FROM (
-            SELECT ${['session_id', 's_user', ...extra.map(([e, alias]) => `${e} AS ${alias}`)].join(', ')},
-              arrayConcat(page_keys, event_keys) AS f_all,
-              arrayConcat(arrayMap(${mask('f_pages')}, page_keys), arrayMap(${mask('f_events')}, event_keys)) AS f_all_masks
-            FROM (${rows}))
-          WHERE arrayExists(m -> bitTest(m, 0), f_m))))`;
+    SELECT ${[...outer, ...extra.map(([, alias]) => alias)].join(', ')} FROM (
+      SELECT ${['session_id', 's_user', ...extra.map(([e, alias]) => `${e} AS ${alias}`)].join(', ')},
+        arrayConcat(page_keys, event_keys) AS f_all,
+        arrayConcat(arrayMap(${mask('f_pages')}, page_keys), arrayMap(${mask('f_events')}, event_keys)) AS f_all_masks,
+        arrayFilter((m, k) -> m != 0 AND ${inRange('k')}, f_all_masks, f_all) AS f_m,
+        arrayFilter((k, m) -> m != 0 AND ${inRange('k')}, f_all, f_all_masks) AS f_k,
+        arraySort((m, k) -> k, f_m, f_k) AS f_masks,
+        arrayMap(k -> ${keyMs('k')}, f_k) AS f_ms,
+        length(arrayDistinct(f_ms)) < length(f_ms) AS f_tied,
+        arrayMin(f_ms) AS f_from,
+        arrayMax(f_ms) AS f_to,
+        ${REACHED_STEPS} AS reach
+      FROM (${rows})
+      WHERE arrayExists(m -> bitTest(m, 0), f_m))`;
 }
 
 interface WalkTotals {
