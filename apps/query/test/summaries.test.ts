@@ -2,6 +2,7 @@ import {
   analyzeFunnel,
   compactSessionDays,
   type FunnelStep,
+  funnelStepSessions,
   funnelSummaryParameter,
   type GoalDefinition,
   generateEvents,
@@ -19,6 +20,7 @@ import { full, query } from './params';
 import {
   reachedSteps,
   funnel as referenceFunnel,
+  funnelSessions as referenceFunnelSessions,
   journeys as referenceJourneys,
 } from './product-reference-funnels';
 import { goalStats } from './reference';
@@ -804,6 +806,29 @@ describe.skipIf(TEST_CLICKHOUSE === 'cluster')('per-day summaries of the funnels
       // With every session walked exactly, and over a range a day's sessions reach out of.
       expect(await analyzeFunnel(h.ch, tenant.siteId, full(RANGE), steps, 0)).toEqual(want);
       expect(await analyze(steps, SHORT_RANGE)).toEqual(expected(steps, SHORT_RANGE));
+      // The step's sessions: summarized days counted from their summaries, and walked only when
+      // the page reaches back into them (deep pages walk every one).
+      for (const range of [RANGE, SHORT_RANGE]) {
+        const sel = ref.selection(events, tenant.siteId, full(range));
+        for (const [stepNumber, mode, limit, offset] of [
+          [1, 'reached', 10, 0],
+          [2, 'dropped', 20, 0],
+          [2, 'reached', 50, 40],
+          [3, 'reached', 100, 0],
+          [1, 'reached', 100, 300],
+        ] as const) {
+          const listed = referenceFunnelSessions(sel, steps, stepNumber, mode);
+          for (const spare of [0, 50]) {
+            const page = { stepNumber, mode, limit, offset };
+            const got = await funnelStepSessions(h.ch, tenant.siteId, full(range), steps, page, spare);
+            expect({ ...page, ...JSON.parse(JSON.stringify(got)) }).toEqual({
+              ...page,
+              data: listed.slice(offset, offset + limit),
+              totalCount: listed.length,
+            });
+          }
+        }
+      }
     }
     // Names change nothing of what a step matches: the same summaries.
     expect(parameterOf(FUNNEL.map((s) => ({ ...s, name: 'named' })))).toBe(parameterOf(FUNNEL));
@@ -855,6 +880,23 @@ describe.skipIf(TEST_CLICKHOUSE === 'cluster')('per-day summaries of the funnels
     const tampered = (await analyze(FUNNEL)) as { visitors: number; sessions: number }[];
     expect(tampered.map((s) => s.visitors)).toEqual(want.map((s) => s.visitors + 1));
     expect(tampered.map((s) => s.sessions)).toEqual(want.map((s, k) => s.sessions + (k === 0 ? 1000 : 0)));
+    // The step's sessions count the day from its summary while the page is newer than the day,
+    // and from its sessions once the page reaches back into it.
+    const stepSessions = (limit: number) =>
+      funnelStepSessions(h.ch, tenant.siteId, full(RANGE), FUNNEL, {
+        stepNumber: 1,
+        mode: 'reached',
+        limit,
+        offset: 0,
+      });
+    const reached = referenceFunnelSessions(
+      ref.selection(events, tenant.siteId, full(RANGE)),
+      FUNNEL,
+      1,
+      'reached',
+    );
+    expect((await stepSessions(1)).totalCount).toBe(reached.length + 1000);
+    expect((await stepSessions(100)).totalCount).toBe(reached.length);
 
     // Late events in sessions of that day: its partition gains a part, its summary is left.
     await addLateEvents(3, 'funnel-summaries');

@@ -18,10 +18,12 @@ import { SESSION_FIELDS, type SessionRow, type TrafficSession, toSession } from 
 import { listed, listOrder, matchesFilters, rankedPage, ratio } from './shared';
 import {
   addCounts,
+  type DayCounts,
   emptyCounts,
   inPartitions,
   type KeyedCounts,
   PARTITION_DAY,
+  type SummarizedDays,
   summarizedDays,
 } from './summaries';
 
@@ -346,7 +348,7 @@ async function funnelDays(
   steps: FunnelStep[],
   parameter: `funnel:${string}`,
   settled: Settled | undefined,
-): Promise<{ partitions: number[]; counts: KeyedCounts } | undefined> {
+): Promise<SummarizedDays | undefined> {
   return summarizedDays(
     ch,
     siteId,
@@ -683,13 +685,19 @@ async function startsInRange(
 }
 
 /**
- * `funnelStepSessions` from `session_paths`, unfiltered: one pass walks every session's keys and
+ * `funnelStepSessions` from `session_paths`, unfiltered: one pass walks the sessions' keys and
  * returns the count of selected sessions that are not tied, every tied session (see
  * `pathWalked`) and the first selected-or-tied sessions in the list's order, past the page by
  * `spare`; the tied ones are walked again from their events, and those not selected
  * dropped from the list. Should more than the spare drop out before the page is full, the pass
  * runs again with room for all of them. A session's start is its first event in range: its first
  * event overall unless it began before the range.
+ *
+ * The range's days with the funnel's summaries (funnelDays) are left out of the pass while
+ * they cannot hold a session of the page: their selected sessions are counted from the
+ * summaries (per step, the sessions reaching it), and a day whose last session ends before the
+ * start of the page's last session is older than the whole page (the list is newest first). A
+ * day that could hold one is walked with the others, and the pass runs again.
  */
 async function keyedStepSessions(
   ch: ClickHouse,
@@ -700,8 +708,20 @@ async function keyedStepSessions(
   settled: Settled | undefined,
   spare: number,
 ): Promise<{ data: TrafficSession[]; totalCount: number }> {
-  const before = await startsInRange(ch, siteId, common, settled);
-  const pass = async (size: number) => {
+  const parameter = funnelSummaryParameter(steps);
+  const [before, days] = await Promise.all([
+    startsInRange(ch, siteId, common, settled),
+    parameter ? funnelDays(ch, siteId, common, steps, parameter, settled) : undefined,
+  ]);
+  const byDay = days?.byDay ?? new Map<number, DayCounts>();
+  // A summarized day's selected sessions, from those reaching each step (`dropped` starts at step 2).
+  const reaching = (day: DayCounts, j: number) => day.counts.byValue.get(String(j))?.n_sessions ?? 0;
+  const pickedOn = (day: DayCounts) =>
+    select.mode === 'reached'
+      ? reaching(day, select.stepNumber)
+      : reaching(day, select.stepNumber - 1) - reaching(day, select.stepNumber);
+  const endMs = (day: DayCounts) => Date.parse(`${day.spanEnd.replace(' ', 'T')}Z`);
+  const pass = async (size: number, skipped: number[]) => {
     const p = new Params();
     const k = p.bind('UInt8', select.stepNumber);
     const picked = select.mode === 'reached' ? `reach >= ${k}` : `reach + 1 = ${k}`;
@@ -710,7 +730,10 @@ async function keyedStepSessions(
       ? `if(session_start >= ${from}, toUnixTimestamp64Milli(session_start),
            arrayElement(${p.bind('Array(Int64)', before.starts)}, indexOf(${p.bind('Array(String)', before.ids)}, toString(session_id))))`
       : 'toUnixTimestamp64Milli(session_start)';
-    const walked = pathWalked(p, siteId, common, steps, settled, { extra: [[start, 's_start']] });
+    const walked = pathWalked(p, siteId, common, steps, settled, {
+      extra: [[start, 's_start']],
+      ...(skipped.length > 0 ? { restrict: (q: Params) => inPartitions(q, skipped, true) } : {}),
+    });
     const [row] = await ch.query<{ untied: number; tied: [string, number, number][]; head: string[] }>(
       `SELECT countIf(NOT f_tied AND ${picked}) AS untied,
          groupArrayIf((toString(session_id), f_from, f_to), f_tied) AS tied,
@@ -721,31 +744,42 @@ async function keyedStepSessions(
     return { untied: Number(row!.untied), tied: row!.tied, head: row!.head.map(listed) };
   };
   const want = select.offset + select.limit;
-  let result = await pass(want + spare);
-  const tied = sessionsAt(result.tied);
-  if (tied.length > listedSessionsLimit(ch)) return eventStepSessions(ch, siteId, common, steps, select);
-  const tiedIds = new Set(tied.map((t) => t.id));
-  const pickedTied = new Set(
-    tied.length === 0
-      ? []
-      : (await exactlyWalked(ch, siteId, common, steps, tied))
-          .filter((r) => isPicked(select, Number(r.reach)))
-          .map((r) => r.s_id),
-  );
-  const keep = (head: typeof result.head) => head.filter((s) => !tiedIds.has(s.id) || pickedTied.has(s.id));
-  let kept = keep(result.head);
-  if (kept.length < want && result.head.length === want + spare) {
-    result = await pass(want + tied.length);
-    kept = keep(result.head);
+  let skipped = [...byDay.keys()];
+  for (;;) {
+    let result = await pass(want + spare, skipped);
+    const tied = sessionsAt(result.tied);
+    if (tied.length > listedSessionsLimit(ch)) return eventStepSessions(ch, siteId, common, steps, select);
+    const tiedIds = new Set(tied.map((t) => t.id));
+    const pickedTied = new Set(
+      tied.length === 0
+        ? []
+        : (await exactlyWalked(ch, siteId, common, steps, tied))
+            .filter((r) => isPicked(select, Number(r.reach)))
+            .map((r) => r.s_id),
+    );
+    const keep = (head: typeof result.head) => head.filter((s) => !tiedIds.has(s.id) || pickedTied.has(s.id));
+    let kept = keep(result.head);
+    if (kept.length < want && result.head.length === want + spare) {
+      result = await pass(want + tied.length, skipped);
+      kept = keep(result.head);
+    }
+    // Skipped days that could hold a session of the page: walked too, and the pass again.
+    const last = kept.length >= want ? kept[want - 1]!.start : Number.NEGATIVE_INFINITY;
+    const late = skipped.filter((d) => endMs(byDay.get(d)!) >= last);
+    if (late.length > 0) {
+      skipped = skipped.filter((d) => !late.includes(d));
+      continue;
+    }
+    const summarized = skipped.reduce((n, d) => n + pickedOn(byDay.get(d)!), 0);
+    const page = kept.slice(select.offset, want);
+    const earliest = page.reduce((a, s) => Math.min(a, s.start), Number.POSITIVE_INFINITY);
+    const data = await sessionsById(
+      ch,
+      siteId,
+      common,
+      page.map((s) => s.id),
+      (p) => `timestamp >= fromUnixTimestamp64Milli(${p.bind('Int64', earliest)}, 'UTC')`,
+    );
+    return { data, totalCount: Number(result.untied) + pickedTied.size + summarized };
   }
-  const page = kept.slice(select.offset, want);
-  const earliest = page.reduce((a, s) => Math.min(a, s.start), Number.POSITIVE_INFINITY);
-  const data = await sessionsById(
-    ch,
-    siteId,
-    common,
-    page.map((s) => s.id),
-    (p) => `timestamp >= fromUnixTimestamp64Milli(${p.bind('Int64', earliest)}, 'UTC')`,
-  );
-  return { data, totalCount: Number(result.untied) + pickedTied.size };
 }

@@ -178,6 +178,19 @@ export function daysSpan(p: Params, days: number[]): { from: string; to: string 
  */
 export type BuildCounts = (days: number[], parts: string[]) => Promise<Map<number, KeyedCounts> | undefined>;
 
+/** A summarized day's counts, and the last end among the sessions it holds (as the engine writes it). */
+export interface DayCounts {
+  counts: KeyedCounts;
+  spanEnd: string;
+}
+
+/** The summarized days of a range: their partitions, their counts added up, and each day's. */
+export interface SummarizedDays {
+  partitions: number[];
+  counts: KeyedCounts;
+  byDay: Map<number, DayCounts>;
+}
+
 /** Most days one read summarizes. */
 const MAX_BUILT_DAYS = 7;
 
@@ -220,7 +233,7 @@ export async function summarizedDays(
     values,
     valuesUnder,
   }: { table?: SessionRollup; values?: string[]; valuesUnder?: string } = {},
-): Promise<{ partitions: number[]; counts: KeyedCounts } | undefined> {
+): Promise<SummarizedDays | undefined> {
   if (!settled || settled.partitions.length === 0) return undefined;
   const candidates = settled.partitions.filter((d) => /^\d{8}$/.test(d));
   const partOf = new Map(settled.partitions.map((d, i) => [d, settled.parts[i]!]));
@@ -248,8 +261,9 @@ export async function summarizedDays(
   // The range's days come with the stored rows (on each day's totals row, the engine computing
   // them once), which saves a query of their own where any are stored (about 6 ms an answer).
   const rangeDays = inRange(q);
-  const stored = await ch.query<SummaryRow & { tz: string; range_days: string[] }>(
+  const stored = await ch.query<SummaryRow & { tz: string; range_days: string[]; last_end: string }>(
     `SELECT partition, totals, value AS v, n_sessions, n_events, bounces, top_ms, top_n, s_part, e_part,
+       toString(span_end) AS last_end,
        ${whole && inside ? inside : '1'} AS inside, timezone() AS tz, if(totals = 1, ${rangeDays}, []) AS range_days
      FROM metric_summaries FINAL
      WHERE site_id = ${q.bind('UInt32', siteId)} AND parameter = ${q.bind('String', parameter)}
@@ -274,6 +288,7 @@ export async function summarizedDays(
 
   const counts = emptyCounts();
   const summarized = new Set<number>();
+  const byDay = new Map<number, DayCounts>();
   // A day whose sessions reach out of the range is read from them (and keeps its summary).
   const outside = new Set<number>();
   const needed = values && new Set(values).size;
@@ -290,9 +305,16 @@ export async function summarizedDays(
     summarized.add(Number(r.partition));
     counts.all_sessions += Number(r.s_part);
     counts.all_events += Number(r.e_part);
+    byDay.set(Number(r.partition), {
+      counts: { byValue: new Map(), all_sessions: Number(r.s_part), all_events: Number(r.e_part) },
+      spanEnd: r.last_end,
+    });
   }
-  for (const r of stored)
-    if (Number(r.totals) !== 1 && summarized.has(Number(r.partition))) addCounts(counts, r);
+  for (const r of stored) {
+    if (Number(r.totals) === 1 || !summarized.has(Number(r.partition))) continue;
+    addCounts(counts, r);
+    addCounts(byDay.get(Number(r.partition))!.counts, r);
+  }
   // Days without a summary, a week of them at most, in one pass: their sessions (those the
   // summary holds) have every event inside the range asked for, so that range's bounds keep all
   // of them, as the day's own would. The others are read from their sessions this time: a
@@ -318,12 +340,13 @@ export async function summarizedDays(
       () => true,
       () => false,
     );
-    for (const { day, counts: c } of stored || !valuesUnder ? summaries : []) {
+    for (const { day, counts: c, span } of stored || !valuesUnder ? summaries : []) {
       mergeCounts(counts, c);
       summarized.add(day);
+      byDay.set(day, { counts: c, spanEnd: span.end });
     }
   }
-  return summarized.size > 0 ? { partitions: [...summarized], counts } : undefined;
+  return summarized.size > 0 ? { partitions: [...summarized], counts, byDay } : undefined;
 }
 
 interface Span {
