@@ -15,6 +15,7 @@ import {
   sessionsWithin,
 } from './paths';
 import {
+  crossingSessions,
   fromRollup,
   matchedSessions,
   readRollup,
@@ -24,6 +25,7 @@ import {
   type SessionRollup,
   type Settled,
 } from './rollup';
+import { unsureApply } from './row-filters';
 import {
   countedSessions,
   EVENT_ORDER,
@@ -155,10 +157,11 @@ async function sessionAttributeRows(
   parameter: SessionAttribute,
   settled: Settled | undefined,
 ): Promise<Row[]> {
-  // Summaries hold every session of their days: none apply to a filtered answer.
-  const days =
+  // Summaries hold every session of their days: none apply to a filtered answer. Their sessions
+  // lie inside the range, so the crossing ones are found meanwhile, the same with them or not.
+  const [days, edges] = await Promise.all([
     common.filters.length === 0
-      ? await summarizedDays(
+      ? summarizedDays(
           ch,
           siteId,
           common,
@@ -167,10 +170,13 @@ async function sessionAttributeRows(
           (_, parts) => sessionAttributeCounts(ch, siteId, parameter, parts),
           { table: 'session_facts' },
         )
-      : undefined;
+      : undefined,
+    crossingSessions(ch, siteId, common, settled, undefined, undefined, unsureApply(ch, common)),
+  ]);
   const p = new Params();
   const sessions = await rollupSessionRows(ch, p, siteId, common, ['pageviews', parameter], settled, {
     restrict: days && ((q) => inPartitions(q, days.partitions, true)),
+    edges,
   });
   const live = await ch.query<ValueCounts>(
     `SELECT s_${parameter} AS v, ${SESSION_VALUE_COUNTS('s_pageviews')} FROM (${sessions}) GROUP BY v`,
