@@ -337,9 +337,11 @@ const visitorsParameter = (parameter: string) => `${parameter}:visitors`;
  * once: its summary holds, per step, the sessions reaching it, and apart
  * (`<parameter>:visitors`) one row per visitor with a session reaching step 1, the furthest step
  * their sessions of the day reached (`top_n`): visitors are not additive over days, so an answer
- * takes each visitor's furthest over the days it reads. Built from the day's part of
- * `session_paths` as the range's sessions are walked, the sessions with a shared millisecond
- * walked exactly from their events.
+ * takes each visitor's furthest over the days it reads. With `build`, days without one are built
+ * (a week at most) from the day's part of `session_paths` as the range's sessions are walked, the
+ * sessions with a shared millisecond walked exactly from their events; answers only read them
+ * (buildFunnelSummaries: a broad funnel's week is hundreds of thousands of visitor rows, seconds
+ * to store).
  */
 async function funnelDays(
   ch: ClickHouse,
@@ -348,6 +350,7 @@ async function funnelDays(
   steps: FunnelStep[],
   parameter: `funnel:${string}`,
   settled: Settled | undefined,
+  build = false,
 ): Promise<SummarizedDays | undefined> {
   return summarizedDays(
     ch,
@@ -355,86 +358,110 @@ async function funnelDays(
     common,
     parameter,
     settled,
-    async (days, parts) => {
-      const p = new Params();
-      const source = (columns: string) =>
-        `SELECT ${columns} FROM session_paths
+    build
+      ? async (days, parts) => {
+          const p = new Params();
+          const source = (columns: string) =>
+            `SELECT ${columns} FROM session_paths
          WHERE site_id = ${p.bind('UInt32', siteId)} AND _part IN ${p.bind('Array(String)', parts)}`;
-      const walked = pathWalked(p, siteId, common, steps, settled, {
-        extra: [[PARTITION_DAY, 'day']],
-        source,
-      });
-      const rows = await ch.query<
-        Record<string, number> & {
-          day: number;
-          s_uid: string;
-          u_reach: number;
-          u_tied: [string, number, number][];
-        }
-      >(
-        `SELECT day, s_uid, maxIf(reach, NOT f_tied) AS u_reach,
+          const walked = pathWalked(p, siteId, common, steps, settled, {
+            extra: [[PARTITION_DAY, 'day']],
+            source,
+          });
+          const rows = await ch.query<
+            Record<string, number> & {
+              day: number;
+              s_uid: string;
+              u_reach: number;
+              u_tied: [string, number, number][];
+            }
+          >(
+            `SELECT day, s_uid, maxIf(reach, NOT f_tied) AS u_reach,
            ${steps.map((_, k) => `countIf(NOT f_tied AND reach > ${k}) AS u${k}`).join(', ')},
            groupArrayIf((toString(session_id), f_from, f_to), f_tied) AS u_tied
          FROM (${walked})
          GROUP BY day, s_uid`,
-        p.values,
-      );
-      const byDay = new Map<number, KeyedCounts>(days.map((day) => [day, emptyCounts()]));
-      const reached = (day: number, uid: string, reach: number, sessions: number[]) => {
-        const counts = byDay.get(day);
-        if (!counts || reach === 0) return;
-        sessions.forEach((n, k) => {
-          if (n > 0)
-            addCounts(counts, {
-              v: String(k + 1),
-              n_sessions: n,
-              n_events: 0,
-              bounces: 0,
-              top_ms: 0,
-              top_n: 0,
+            p.values,
+          );
+          const byDay = new Map<number, KeyedCounts>(days.map((day) => [day, emptyCounts()]));
+          const reached = (day: number, uid: string, reach: number, sessions: number[]) => {
+            const counts = byDay.get(day);
+            if (!counts || reach === 0) return;
+            sessions.forEach((n, k) => {
+              if (n > 0)
+                addCounts(counts, {
+                  v: String(k + 1),
+                  n_sessions: n,
+                  n_events: 0,
+                  bounces: 0,
+                  top_ms: 0,
+                  top_n: 0,
+                });
             });
-        });
-        counts.all_sessions += sessions[0] ?? 0;
-        const known = counts.apart?.get(uid);
-        if (known) known.top_n = Math.max(known.top_n, reach);
-        else
-          addCounts(
-            counts,
-            { v: uid, n_sessions: 0, n_events: 0, bounces: 0, top_ms: 0, top_n: reach },
-            true,
-          );
-      };
-      const tied: SessionSpan[] = [];
-      const dayOf = new Map<string, number>();
-      for (const r of rows) {
-        const day = Number(r.day);
-        reached(
-          day,
-          r.s_uid,
-          Number(r.u_reach),
-          steps.map((_, k) => Number(r[`u${k}`])),
-        );
-        for (const s of sessionsAt(r.u_tied)) {
-          tied.push(s);
-          dayOf.set(s.id, day);
+            counts.all_sessions += sessions[0] ?? 0;
+            const known = counts.apart?.get(uid);
+            if (known) known.top_n = Math.max(known.top_n, reach);
+            else
+              addCounts(
+                counts,
+                { v: uid, n_sessions: 0, n_events: 0, bounces: 0, top_ms: 0, top_n: reach },
+                true,
+              );
+          };
+          const tied: SessionSpan[] = [];
+          const dayOf = new Map<string, number>();
+          for (const r of rows) {
+            const day = Number(r.day);
+            reached(
+              day,
+              r.s_uid,
+              Number(r.u_reach),
+              steps.map((_, k) => Number(r[`u${k}`])),
+            );
+            for (const s of sessionsAt(r.u_tied)) {
+              tied.push(s);
+              dayOf.set(s.id, day);
+            }
+          }
+          if (tied.length > listedSessionsLimit(ch)) return undefined;
+          if (tied.length > 0) {
+            for (const s of await exactlyWalked(ch, siteId, common, steps, tied)) {
+              const reach = Number(s.reach);
+              reached(
+                dayOf.get(s.s_id)!,
+                s.s_uid,
+                reach,
+                steps.map((_, k) => (reach > k ? 1 : 0)),
+              );
+            }
+          }
+          return byDay;
         }
-      }
-      if (tied.length > listedSessionsLimit(ch)) return undefined;
-      if (tied.length > 0) {
-        for (const s of await exactlyWalked(ch, siteId, common, steps, tied)) {
-          const reach = Number(s.reach);
-          reached(
-            dayOf.get(s.s_id)!,
-            s.s_uid,
-            reach,
-            steps.map((_, k) => (reach > k ? 1 : 0)),
-          );
-        }
-      }
-      return byDay;
-    },
+      : undefined,
     { valuesUnder: visitorsParameter(parameter) },
   );
+}
+
+/**
+ * Builds the per-day summaries of a funnel (funnelDays) for the settled days of an unfiltered
+ * range that lack one, a week of them at most, and tells how many days of the range have one.
+ * The background builder runs it for the saved funnels (warm.ts); nothing on a cluster, without
+ * the rollups, or for a funnel with event properties.
+ */
+export async function buildFunnelSummaries(
+  ch: ClickHouse,
+  siteId: number,
+  common: CommonParams,
+  steps: FunnelStep[],
+): Promise<number> {
+  const parameter = funnelSummaryParameter(steps);
+  if (!parameter || !rollupApplies(ch, common) || ch.cluster) return 0;
+  const days = await readRollup(
+    ch,
+    (settled) => funnelDays(ch, siteId, common, steps, parameter, settled, true),
+    'session_paths',
+  );
+  return days?.partitions.length ?? 0;
 }
 
 /**

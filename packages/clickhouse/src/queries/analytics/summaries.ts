@@ -227,7 +227,8 @@ export async function summarizedDays(
   common: CommonParams,
   parameter: SummarizedParameter,
   settled: Settled | undefined,
-  build: BuildCounts,
+  /** Undefined: the days without a summary are left to the caller, none built. */
+  build: BuildCounts | undefined,
   {
     table = 'session_paths',
     values,
@@ -319,11 +320,11 @@ export async function summarizedDays(
   // summary holds) have every event inside the range asked for, so that range's bounds keep all
   // of them, as the day's own would. The others are read from their sessions this time: a
   // first read costs about what it did without summaries, and the next ones build the rest.
-  const unsummarized = days.filter((d) => !summarized.has(d.day) && !outside.has(d.day));
+  const unsummarized = build ? days.filter((d) => !summarized.has(d.day) && !outside.has(d.day)) : [];
   const spans = whole ? await sessionSpans(ch, siteId, common, unsummarized, table) : undefined;
   const missing = unsummarized.filter((d) => spans?.get(d.day)?.inside !== false).slice(0, MAX_BUILT_DAYS);
   const built =
-    missing.length > 0
+    build && missing.length > 0
       ? await build(
           missing.map((d) => d.day),
           missing.map((d) => d.part),

@@ -2,7 +2,7 @@ import type { ClickHouse } from '../../client';
 import type { CommonParams } from '../builder';
 import { type GoalDefinition, goalStats, pathPatternRegex } from '../goals';
 import { overviewBucketed } from './buckets';
-import { analyzeFunnel, type FunnelStep, funnelSummaryParameter } from './funnels';
+import { buildFunnelSummaries, type FunnelStep, funnelSummaryParameter } from './funnels';
 import { JOURNEY_STEPS, journeys } from './journeys';
 import { metric } from './metric';
 import { buildSessionPages } from './pages';
@@ -112,7 +112,7 @@ export async function buildSummaries(
           : isJourneys(parameter)
             ? journeys(ch, siteId, common, { steps: JOURNEY_STEPS, limit: 1 })
             : isFunnel(parameter)
-              ? analyzeFunnel(ch, siteId, common, funnels.get(parameter) ?? [])
+              ? buildFunnelSummaries(ch, siteId, common, funnels.get(parameter) ?? [])
               : metric(ch, siteId, common, parameter, { limit: 1, offset: 0 });
   for (const [parameter] of summarized) {
     if (!missing.has(parameter) || (parameter === 'goals' && patterns.length === 0)) continue;
