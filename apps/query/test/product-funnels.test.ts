@@ -287,6 +287,21 @@ describe.each(PATHS)('funnels against a brute-force computation, %s', (_, json) 
       body: { steps, mode: 'reached' },
     });
     expect(res.body).toEqual({ data: expected, totalCount: 3 });
+    // Filtered, the sessions come from their matching events and their starts from the rollup.
+    const filtered = { ...c, filters: [f('pathname', 'contains', '/tie/')] };
+    const selected = ref.funnelSessions(
+      selection(events, tenant.siteId, full(filtered)),
+      steps,
+      1,
+      'reached',
+    );
+    expect(selected.map((r) => r.session_id)).toEqual([5, 6, 4].map((n) => orderedId('01900001', n)));
+    const matched = await json()(site(`funnels/1/sessions?${query(filtered)}`), {
+      key: tenant.key,
+      method: 'POST',
+      body: { steps, mode: 'reached' },
+    });
+    expect(matched.body).toEqual({ data: selected, totalCount: 3 });
   });
 
   it('takes the mode from the query string as well', async () => {
