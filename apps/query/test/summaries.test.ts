@@ -158,6 +158,27 @@ const partOf = async (day: number, table = 'session_paths') => {
   return row!.name;
 };
 
+/** A summary row of DAY, with the span of `like` (a day's totals) if given, zeros but for `fields`. */
+const summaryRow = (
+  like: { span_start: string; span_end: string } | undefined,
+  fields: Record<string, unknown>,
+) => ({
+  site_id: tenant.siteId,
+  partition: DAY,
+  source_part: '',
+  totals: 0,
+  value: '',
+  n_sessions: 0,
+  n_events: 0,
+  bounces: 0,
+  top_ms: 0,
+  top_n: 0,
+  s_part: 0,
+  e_part: 0,
+  ...(like ? { span_start: like.span_start, span_end: like.span_end } : {}),
+  ...fields,
+});
+
 /**
  * A summary row only the summary holds, for `parameters` on `day`'s current part: seen in an
  * answer, it shows that the day's summary was read.
@@ -171,21 +192,16 @@ const tamper = async (
   const part = await partOf(day, table);
   await h.ch.writer.insert({
     table: 'metric_summaries',
-    values: parameters.map((parameter) => ({
-      site_id: tenant.siteId,
-      parameter,
-      partition: day,
-      source_part: part,
-      totals: 0,
-      value,
-      n_sessions: 1_000_000,
-      n_events: events,
-      bounces: 0,
-      top_ms: 0,
-      top_n: 0,
-      s_part: 0,
-      e_part: 0,
-    })),
+    values: parameters.map((parameter) =>
+      summaryRow(undefined, {
+        parameter,
+        partition: day,
+        source_part: part,
+        value,
+        n_sessions: 1_000_000,
+        n_events: events,
+      }),
+    ),
     format: 'JSONEachRow',
   });
 };
@@ -546,23 +562,15 @@ describe.skipIf(TEST_CLICKHOUSE === 'cluster')('per-day summaries of the goal li
     await h.ch.writer.insert({
       table: 'metric_summaries',
       values: [
-        {
-          site_id: tenant.siteId,
-          parameter: 'goals',
-          partition: DAY,
-          source_part: await partOf(DAY, 'sessions'),
-          totals: 0,
-          value: pattern,
-          n_sessions: 1_000_000,
-          n_events: 0,
-          bounces: 0,
-          top_ms: 0,
-          top_n: 0,
-          s_part: 0,
-          e_part: 0,
-          span_start: '2026-06-07 00:00:00.000',
-          span_end: '2026-06-07 23:59:59.999',
-        },
+        summaryRow(
+          { span_start: '2026-06-07 00:00:00.000', span_end: '2026-06-07 23:59:59.999' },
+          {
+            parameter: 'goals',
+            source_part: await partOf(DAY, 'sessions'),
+            value: pattern,
+            n_sessions: 1_000_000,
+          },
+        ),
       ],
       format: 'JSONEachRow',
     });
@@ -673,19 +681,8 @@ describe.skipIf(TEST_CLICKHOUSE === 'cluster')('per-day summaries of the journey
       "SELECT arrayStringConcat(arrayMap(p -> toString(bitShiftRight(cityHash64(p), 16)), [{p:String}, {p:String}]), ',') AS v",
       { p: page },
     );
-    const row = (parameter: string, fields: Record<string, unknown>) => ({
-      site_id: tenant.siteId,
-      parameter,
-      partition: DAY,
-      n_events: 0,
-      bounces: 0,
-      top_ms: 0,
-      top_n: 0,
-      e_part: 0,
-      span_start: totals!.span_start,
-      span_end: totals!.span_end,
-      ...fields,
-    });
+    const row = (parameter: string, fields: Record<string, unknown>) =>
+      summaryRow(totals!, { parameter, ...fields });
     const part = await partOf(DAY);
     await h.ch.writer.insert({
       table: 'metric_summaries',
@@ -857,22 +854,7 @@ describe.skipIf(TEST_CLICKHOUSE === 'cluster')('per-day summaries of the funnels
        WHERE site_id = {s:UInt32} AND parameter = {p:String} AND partition = {d:UInt32} AND value = '1'`,
       { s: tenant.siteId, p: parameter, d: DAY },
     );
-    const row = (fields: Record<string, unknown>) => ({
-      site_id: tenant.siteId,
-      partition: DAY,
-      source_part: '',
-      totals: 0,
-      n_sessions: 0,
-      n_events: 0,
-      bounces: 0,
-      top_ms: 0,
-      top_n: 0,
-      s_part: 0,
-      e_part: 0,
-      span_start: totals!.span_start,
-      span_end: totals!.span_end,
-      ...fields,
-    });
+    const row = (fields: Record<string, unknown>) => summaryRow(totals!, fields);
     const part = await partOf(DAY);
     await h.ch.writer.insert({
       table: 'metric_summaries',
