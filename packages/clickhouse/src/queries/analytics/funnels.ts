@@ -125,10 +125,10 @@ function funnelSessions(
 function walkedSessions(p: Params, siteId: number, common: CommonParams, steps: FunnelStep[]): string {
   const filters = common.filters.length > 0 ? matchesFilters(p, siteId, common) : undefined;
   const having = ['max(bitTest(f_m, 0))', ...(filters ? ['max(f_match)'] : [])];
-  return `SELECT session_id, s_user, s_uid, f_tied, f_from, f_to,
+  return `SELECT session_id, s_user, f_tied, f_from, f_to,
       arrayFold((acc, x) -> toUInt8(acc + bitTest(x.2, acc)), f_after, toUInt8(1)) AS reach
     FROM (
-      SELECT session_id, ${userKey('any(user_id)')} AS s_user, toString(s_user) AS s_uid,
+      SELECT session_id, ${userKey('any(user_id)')} AS s_user,
         minIf(timestamp, bitTest(f_m, 0)) AS f_first,
         arrayFilter(x -> x.1 > f_first, arraySort(groupArrayIf((timestamp, f_m), f_m >= 2))) AS f_after,
         groupArrayIf(toUnixTimestamp64Milli(timestamp), f_m != 0) AS f_times,
@@ -199,7 +199,7 @@ function pathWalked(
   const rows = source
     ? source(columns.join(', '))
     : pathRows(p, siteId, common, () => columns.join(', '), settled, undefined, restrict);
-  const outer = ['session_id', 's_user', 'toString(s_user) AS s_uid', 'f_tied', 'f_from', 'f_to', 'reach'];
+  const outer = ['session_id', 's_user', 'f_tied', 'f_from', 'f_to', 'reach'];
   return `WITH ${pages} AS f_pages, ${events} AS f_events
     SELECT ${[...outer, ...extra.map(([, alias]) => alias)].join(', ')} FROM (
       SELECT ${['session_id', 's_user', ...extra.map(([e, alias]) => `${e} AS ${alias}`)].join(', ')},
@@ -376,11 +376,11 @@ async function funnelDays(
               u_tied: [string, number, number][];
             }
           >(
-            `SELECT day, s_uid, maxIf(reach, NOT f_tied) AS u_reach,
+            `SELECT day, toString(s_user) AS s_uid, maxIf(reach, NOT f_tied) AS u_reach,
            ${steps.map((_, k) => `countIf(NOT f_tied AND reach > ${k}) AS u${k}`).join(', ')},
            groupArrayIf((toString(session_id), f_from, f_to), f_tied) AS u_tied
          FROM (${walked})
-         GROUP BY day, s_uid`,
+         GROUP BY day, s_user`,
             p.values,
           );
           const byDay = new Map<number, KeyedCounts>(days.map((day) => [day, emptyCounts()]));
