@@ -2,6 +2,7 @@ import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'no
 import { get as httpGet } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
+import { createClickHouse } from '@trackhouse/clickhouse';
 import { runEntry, type StartedServer, startEntry } from '../test/processes';
 
 export function option(args: string[], name: string): string | undefined {
@@ -129,19 +130,24 @@ async function measureExport(
 /**
  * Waits for the server's background builds of summaries (the settled days at start, and those of
  * the goals just added) to finish, as on a server that has been up a while, and prints how long
- * they took. Gives up after half an hour.
+ * they took and the longest the server took to answer meanwhile. Gives up after half an hour.
  */
 async function summariesBuilt(url: string): Promise<void> {
   const started = performance.now();
   const deadline = started + 30 * 60_000;
   const gauge = (text: string, name: string) =>
     Number(new RegExp(`^${name} (\\S+)$`, 'm').exec(text)?.[1] ?? 0);
+  // The longest the server took to answer meanwhile: builds that hold its event loop hold
+  // every request (on a standalone server, ingest too).
+  let longest = 0;
   for (;;) {
+    const asked = performance.now();
     const text = await (await fetch(`${url}/metrics`)).text();
+    longest = Math.max(longest, performance.now() - asked);
     if (gauge(text, 'trackhouse_summary_builds_pending') === 0) {
       const seconds = ((performance.now() - started) / 1000).toFixed(1);
       console.log(
-        `background summary builds done after ${seconds} s (${gauge(text, 'trackhouse_summary_reads_total')} reads, ${gauge(text, 'trackhouse_summary_rows_total')} rows)`,
+        `background summary builds done after ${seconds} s (${gauge(text, 'trackhouse_summary_reads_total')} reads, ${gauge(text, 'trackhouse_summary_rows_total')} rows; the server's longest answer meanwhile ${Math.round(longest)} ms)`,
       );
       return;
     }
@@ -175,13 +181,14 @@ export function machineCheckMs(): number {
 }
 
 /**
- * `pnpm bench query [--events N] [--days D] [--runs R] [--data-dir DIR] [--only REGEX] [--unfiltered]`: seeds a site with
+ * `pnpm bench query [--events N] [--days D] [--runs R] [--data-dir DIR] [--only REGEX] [--unfiltered] [--rebuild-summaries]`: seeds a site with
  * realistic events (default 10 M over 30 days; a given --data-dir is seeded once and reused),
  * starts the standalone server and times every read endpoint over the 30-day range, with and
  * without two filters. Prints p50/p95 per endpoint against the targets, then streams the whole
  * range as an export: events per second and the server's RSS growth. `--only` times the
  * endpoints (and `export`) whose name matches, `--unfiltered` skips the filtered runs; QUERY_ROLLUPS=false in the environment times the
- * answers computed from the events alone.
+ * answers computed from the events alone; `--rebuild-summaries` drops the stored per-day summaries first, so
+ * that the server builds them again as on a new seed.
  */
 export async function benchQuery(args: string[]): Promise<void> {
   const events = Number(option(args, 'events') ?? 10_000_000);
@@ -212,6 +219,19 @@ export async function benchQuery(args: string[]): Promise<void> {
       console.log(`seeded: ${seeded.stdout.trim()}`);
       rmSync(marker, { force: true });
       writeFileSync(marker, seeded.stdout);
+    }
+    if (args.includes('--rebuild-summaries')) {
+      // The server builds them all again at start, as on a new seed: times those builds.
+      const ch = createClickHouse({
+        kind: 'embedded',
+        dataDir: join(dataDir, 'clickhouse'),
+        queryPoolSize: 1,
+      });
+      try {
+        await ch.command('TRUNCATE TABLE metric_summaries');
+      } finally {
+        await ch.close();
+      }
     }
     server = await startEntry('apps/server/src/main.ts', env);
     const base = `${server.url}/api/sites/${siteId}`;
@@ -354,6 +374,15 @@ export async function benchQuery(args: string[]): Promise<void> {
     }
     const ok = rows.every((r) => r.ok) && exportOk;
     console.log(ok ? 'every endpoint within its target' : 'SOME ENDPOINTS MISS THEIR TARGET');
+  } catch (error) {
+    // A server that died mid-run says why only in its own output.
+    const child = server?.child;
+    if (server && child && (child.exitCode !== null || child.signalCode !== null)) {
+      console.error(
+        `the server exited (${child.exitCode ?? child.signalCode}); its last output:\n${server.output().slice(-8_000)}`,
+      );
+    }
+    throw error;
   } finally {
     await server?.stop('SIGTERM');
     if (!given) rmSync(dataDir, { recursive: true, force: true });

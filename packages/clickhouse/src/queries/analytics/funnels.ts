@@ -22,7 +22,9 @@ import {
   emptyCounts,
   inPartitions,
   type KeyedCounts,
+  nextTurn,
   PARTITION_DAY,
+  ROWS_PER_TURN,
   type SummarizedDays,
   summarizedDays,
 } from './summaries';
@@ -410,7 +412,8 @@ async function funnelDays(
           };
           const tied: SessionSpan[] = [];
           const dayOf = new Map<string, number>();
-          for (const r of rows) {
+          for (const [i, r] of rows.entries()) {
+            if (i % ROWS_PER_TURN === ROWS_PER_TURN - 1) await nextTurn();
             const day = Number(r.day);
             reached(
               day,
