@@ -103,6 +103,24 @@ describe('embedded ClickHouse', () => {
     );
   });
 
+  it("applies a read's settings, with the parameters long or short", async () => {
+    const query = `SELECT getSetting('max_execution_time') AS t, getSetting('timeout_overflow_mode') AS mode,
+      toUInt64(1) AS n, length({a:Array(String)}) AS len`;
+    for (const [seconds, length] of [
+      [7.5, 1],
+      [11, 3_000],
+    ] as const) {
+      const a = Array.from({ length }, (_, i) => `${i}`.padEnd(60, 'y'));
+      const [r] = await ch.query<Record<string, unknown>>(
+        query,
+        { a },
+        { max_execution_time: seconds, timeout_overflow_mode: 'throw' },
+      );
+      // The normalized settings too: 64-bit integers as numbers.
+      expect(r).toEqual({ t: seconds, mode: 'throw', n: 1, len: length });
+    }
+  });
+
   it('runs reads side by side on the pool, each with its own parameters', async () => {
     // Reads sent while a first one sleeps find it running (one after the other, they would find
     // nothing: the first would have ended). They look until it ends, since on a loaded machine
