@@ -2,6 +2,7 @@ import { benchDashboard } from './dashboard';
 import { benchIngest } from './ingest';
 import { benchProfile } from './profile';
 import { benchQuery } from './query';
+import { benchStatement } from './statement';
 
 const [what, ...args] = process.argv.slice(2);
 const benches: Record<string, (args: string[]) => Promise<void>> = {
@@ -9,6 +10,7 @@ const benches: Record<string, (args: string[]) => Promise<void>> = {
   ingest: benchIngest,
   profile: benchProfile,
   query: benchQuery,
+  statement: benchStatement,
 };
 const run = what ? benches[what] : undefined;
 if (!run) {
