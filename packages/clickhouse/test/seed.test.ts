@@ -51,6 +51,28 @@ describe('seeded traffic', () => {
     expect(share(events, (e) => e.identified_user_id !== '')).toBeGreaterThan(0.01);
   });
 
+  it('gives visitors ids spread over the whole key space, as the ingest service does', () => {
+    const events = generate(3);
+    const ids = [...new Set(events.map((e) => e.user_id))];
+    for (const id of ids) expect(id).toMatch(/^[0-9a-f]{16}$/);
+    // Distinct visitors keep distinct ids: as many ids as visitor traits (their identified ids).
+    const identified = new Map<string, Set<string>>();
+    for (const e of events)
+      if (e.identified_user_id !== '')
+        identified.set(
+          e.identified_user_id,
+          (identified.get(e.identified_user_id) ?? new Set()).add(e.user_id),
+        );
+    expect(identified.size).toBeGreaterThan(5);
+    for (const users of identified.values()) expect(users.size).toBe(1);
+    expect(new Set([...identified.values()].map((u) => [...u][0])).size).toBe(identified.size);
+    // Not dense: the first hex digit takes most of its 16 values, and the keys spread over the
+    // upper half of the space as much as the lower.
+    expect(new Set(ids.map((id) => id[0])).size).toBeGreaterThan(12);
+    expect(share(ids, (id) => id[0]! >= '8')).toBeGreaterThan(0.35);
+    expect(share(ids, (id) => id[0]! >= '8')).toBeLessThan(0.65);
+  });
+
   it('starts sessions in time order, with ids that carry their start', () => {
     const events = generate(2);
     const starts = new Map<string, string>();
