@@ -8,9 +8,9 @@ import {
   keyInRange,
   keyMs,
   listedSessionsLimit,
-  pageNames,
   pathHash,
   pathRows,
+  readPageNames,
   sessionsAt,
   sessionsWithin,
 } from './paths';
@@ -424,8 +424,7 @@ function keyedPageValues(
         'count()',
         'sum(m_pvs)',
       ];
-  return `WITH ${pageNames(p, siteId, 'm_names')}
-    SELECT m_day AS day, m_tied AS tied, transform(h, m_names.1, m_names.2, '') AS v, ${counts},
+  return `SELECT m_day AS day, m_tied AS tied, h, ${counts},
       sumIf(gap, i > 0 AND gap >= 0) AS top_ms, countIf(i > 0 AND gap >= 0) AS top_n,
       ${sessionsOf} AS s_part, ${eventsOf} AS e_part,
       groupArrayIf((toString(session_id), m_ms[1], m_ms[-1]), m_tied) AS tied_sessions
@@ -488,14 +487,23 @@ async function keyedCounts(
 ): Promise<Map<number, KeyedCounts> | undefined> {
   const p = new Params();
   const narrow = restrict?.(p);
-  const rows = await ch.query<
-    Row & Parts & { day: number; tied: number; tied_sessions: [string, number, number][] }
-  >(
-    parameter === 'event_name'
-      ? keyedEventNames(p, siteId, common, settled, narrow, byDay)
-      : keyedPageValues(p, siteId, common, parameter, settled, narrow, byDay, matching?.(p)),
-    p.values,
-  );
+  type KeyedRow = Row & Parts & { day: number; tied: number; tied_sessions: [string, number, number][] };
+  let rows: KeyedRow[];
+  if (parameter === 'event_name') {
+    rows = await ch.query<KeyedRow>(keyedEventNames(p, siteId, common, settled, narrow, byDay), p.values);
+  } else {
+    // Rows by path hash, named from the site's pages read meanwhile on another connection: the
+    // names as a scalar subquery of the statement cost it about 8 ms more to plan and run at 10 M
+    // events (docs/benchmarks.md).
+    const names = readPageNames(ch, siteId);
+    names.catch(() => {});
+    const hashed = await ch.query<Omit<KeyedRow, 'v'> & { h: number | string }>(
+      keyedPageValues(p, siteId, common, parameter, settled, narrow, byDay, matching?.(p)),
+      p.values,
+    );
+    const named = await names;
+    rows = hashed.map(({ h, ...r }) => ({ ...r, v: named.get(Number(h)) ?? '' }));
+  }
   const tied = rows.filter((r) => Number(r.tied) === 1);
   if (tied.reduce((n, r) => n + r.tied_sessions.length, 0) > listedSessionsLimit(ch)) return undefined;
   const byDayCounts = new Map<number, KeyedCounts>();

@@ -1,5 +1,5 @@
 import type { ClickHouse } from '../../client';
-import { type CommonParams, type Params, rangeBounds } from '../builder';
+import { type CommonParams, Params, rangeBounds } from '../builder';
 import { fromRollup, type Settled } from './rollup';
 
 /**
@@ -32,6 +32,28 @@ export const pageNames = (p: Params, siteId: number, alias: string) =>
   `(SELECT (groupArray(h), groupArray(path)) FROM (
       SELECT DISTINCT ${pathHash('pathname')} AS h, pathname AS path
       FROM site_pages WHERE site_id = ${p.bind('UInt32', siteId)})) AS ${alias}`;
+
+/**
+ * The names of a site's page paths by their hash, read apart (for answers whose rows come back by
+ * hash and are named here, with no scalar subquery for the engine to run and plan into their
+ * statement). A hash shared by two paths names the lesser of them (`transform` over `pageNames`
+ * takes whichever it meets first).
+ */
+export async function readPageNames(ch: ClickHouse, siteId: number): Promise<Map<number, string>> {
+  const p = new Params();
+  const rows = await ch.query<{ h: number | string; path: string }>(
+    `SELECT DISTINCT ${pathHash('pathname')} AS h, pathname AS path
+     FROM site_pages WHERE site_id = ${p.bind('UInt32', siteId)}`,
+    p.values,
+  );
+  const names = new Map<number, string>();
+  for (const r of rows) {
+    const h = Number(r.h);
+    const known = names.get(h);
+    if (known === undefined || r.path < known) names.set(h, r.path);
+  }
+  return names;
+}
 
 /** A time as the least key of its millisecond. */
 const keyAt = (time: string) => `bitShiftLeft(toUInt128(toUnixTimestamp64Milli(${time})), 80)`;
