@@ -452,8 +452,11 @@ function keyedEventNames(
   const site = p.bind('UInt32', siteId);
   const prewhere = ['length(event_keys) > 0', ...(restrict ? [restrict] : [])].join(' AND ');
   const rows = pathRows(p, siteId, common, () => 'session_id, page_keys, event_keys', settled, prewhere);
-  return `WITH (SELECT (groupArray(h), groupArray(name)) FROM (
-      SELECT DISTINCT ${pathHash('event_name')} AS h, toString(event_name) AS name
+  // The site's distinct names first (from the dictionary of the column, in its sort order), each
+  // hashed once: hashing every custom event's name before the DISTINCT cost the names' read
+  // 18 against 10 ms at 10 M events (docs/benchmarks.md).
+  return `WITH (SELECT (groupArray(${pathHash('name')}), groupArray(toString(name))) FROM (
+      SELECT DISTINCT event_name AS name
       FROM events_by_name WHERE site_id = ${site} AND type = 'custom_event')) AS m_names
     SELECT m_day AS day, 0 AS tied, transform(h, m_names.1, m_names.2, '') AS v,
       countIf(k = 1) AS n_sessions, count() AS n_events, countIf(k = 1 AND m_pvs = 1) AS bounces,
