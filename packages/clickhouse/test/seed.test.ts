@@ -55,7 +55,7 @@ describe('seeded traffic', () => {
     const events = generate(3);
     const ids = [...new Set(events.map((e) => e.user_id))];
     for (const id of ids) expect(id).toMatch(/^[0-9a-f]{16}$/);
-    // Distinct visitors keep distinct ids: as many ids as visitor traits (their identified ids).
+    // One id per visitor, another for each other visitor (visitors told apart by their identified ids).
     const identified = new Map<string, Set<string>>();
     for (const e of events)
       if (e.identified_user_id !== '')
