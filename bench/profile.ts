@@ -23,7 +23,7 @@ interface Timed {
   sql: string;
 }
 
-const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
+export const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
 
 async function timeOf(run: () => Promise<unknown>): Promise<number> {
   const t = performance.now();

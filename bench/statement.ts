@@ -1,26 +1,22 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { createClickHouse, readLimitSettings, withReadLimits } from '@trackhouse/clickhouse';
+import {
+  createClickHouse,
+  NORMALIZED_SETTINGS,
+  readLimitSettings,
+  withParams,
+  withReadLimits,
+} from '@trackhouse/clickhouse';
 import { Session } from 'chdb';
+import { median } from './profile';
 import { option } from './query';
 
 /** The query service's read limits by default (CLICKHOUSE_READ_*). */
 const LIMITS = { timeoutSeconds: 30, maxMemoryMb: 8192, spill: true };
 
 /** The client's normalized settings and the read limits: what a read of the query service carries. */
-const READ_SETTINGS = [
-  'output_format_json_quote_64bit_integers = 0',
-  "date_time_output_format = 'simple'",
-  'deduplicate_blocks_in_dependent_materialized_views = 1',
-  'throw_on_max_partitions_per_insert_block = 0',
-  "insert_deduplication_token = ''",
-  ...Object.entries(readLimitSettings(LIMITS)).map(
-    ([k, v]) => `${k} = ${typeof v === 'number' ? v : `'${v}'`}`,
-  ),
-];
-
-const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
+const READ_SETTINGS = { ...NORMALIZED_SETTINGS, ...readLimitSettings(LIMITS) };
 
 async function timed(runs: number, read: () => Promise<unknown>): Promise<number> {
   for (let i = 0; i < 10; i++) await read();
@@ -50,17 +46,19 @@ export async function benchStatement(args: string[]): Promise<void> {
     const session = new Session(dir);
     try {
       const raw = (sql: string) => () => session.queryAsync(sql, { format: 'JSONEachRow' });
-      const each = [...READ_SETTINGS, "param_p0 = '1'"].map((s) => `SET ${s}`).join('; ');
-      const forms: [string, string][] = [
-        ['engine: the parameter alone', `SET param_p0 = '1'; ${query}`],
-        [`engine: ${READ_SETTINGS.length + 1} SET statements`, `${each}; ${query}`],
-        [
-          `engine: one SET of ${READ_SETTINGS.length + 1}`,
-          `SET ${READ_SETTINGS.join(', ')}, param_p0 = '1'; ${query}`,
-        ],
+      // Each form written by the client's own withParams: one SET per setting, then all in one.
+      const params = { p0: 1 };
+      const each = Object.entries(READ_SETTINGS)
+        .map(([k, v]) => withParams('', {}, { [k]: v }))
+        .join('');
+      const count = Object.keys(READ_SETTINGS).length + 1;
+      const forms: [string, string | undefined][] = [
+        ['engine: the parameter alone', withParams(query, params)],
+        [`engine: ${count} SET statements`, `${each}${withParams(query, params)}`],
+        [`engine: one SET of ${count}`, withParams(query, params, READ_SETTINGS)],
       ];
       for (const [form, sql] of forms)
-        rows.push({ form, ms: Number((await timed(runs, raw(sql))).toFixed(2)) });
+        rows.push({ form, ms: Number((await timed(runs, raw(sql!))).toFixed(2)) });
     } finally {
       session.close();
     }

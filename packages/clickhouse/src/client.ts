@@ -12,7 +12,7 @@ import { embeddedStream, type ResultStream, serverStream } from './stream';
  * replayed insert (same `insert_deduplication_token`) is deduplicated in the tables that
  * materialized views fill as well, each on its own.
  */
-const NORMALIZED_SETTINGS: ClickHouseSettings = {
+export const NORMALIZED_SETTINGS: Readonly<ClickHouseSettings> = {
   output_format_json_quote_64bit_integers: 0,
   date_time_output_format: 'simple',
   deduplicate_blocks_in_dependent_materialized_views: 1,
