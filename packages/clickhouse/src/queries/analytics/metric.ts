@@ -504,8 +504,8 @@ async function keyedCounts(
       keyedPageValues(p, siteId, common, parameter, settled, narrow, byDay, matching?.(p)),
       p.values,
     );
-    const named = await names;
-    rows = hashed.map(({ h, ...r }) => ({ ...r, v: named.get(Number(h)) ?? '' }));
+    const nameOf = await names;
+    rows = hashed.map(({ h, ...r }) => ({ ...r, v: nameOf(h) }));
   }
   const tied = rows.filter((r) => Number(r.tied) === 1);
   if (tied.reduce((n, r) => n + r.tied_sessions.length, 0) > listedSessionsLimit(ch)) return undefined;

@@ -384,10 +384,10 @@ export async function sessionPageCounts(
   names?.catch(() => {});
   type Grouped = Omit<ValueCounts, 'v'> & { v?: string; h?: number | string; s_part: number; e_part: number };
   const counts = ch.query<Grouped>(sql, p.values).then(async (grouped) => {
-    const named = await names;
+    const nameOf = await names;
     const into = emptyCounts();
     for (const { h, ...g } of grouped) {
-      const r = { ...g, v: named ? (named.get(Number(h)) ?? '') : (g.v ?? '') };
+      const r = { ...g, v: nameOf && h !== undefined ? nameOf(h) : (g.v ?? '') };
       addCounts(into, r);
       into.all_sessions += Number(r.s_part);
       into.all_events += Number(r.e_part);

@@ -34,12 +34,12 @@ export const pageNames = (p: Params, siteId: number, alias: string) =>
       FROM site_pages WHERE site_id = ${p.bind('UInt32', siteId)})) AS ${alias}`;
 
 /**
- * The names of a site's page paths by their hash, read apart (for answers whose rows come back by
+ * The name of each of a site's page path hashes, read apart (for answers whose rows come back by
  * hash and are named here, with no scalar subquery for the engine to run and plan into their
- * statement). A hash shared by two paths names the lesser of them (`transform` over `pageNames`
- * takes whichever it meets first).
+ * statement); an unknown hash is named ''. A hash shared by two paths names the lesser of them
+ * (`transform` over `pageNames` takes whichever it meets first).
  */
-export async function readPageNames(ch: ClickHouse, siteId: number): Promise<Map<number, string>> {
+export async function readPageNames(ch: ClickHouse, siteId: number): Promise<(h: number | string) => string> {
   const p = new Params();
   const rows = await ch.query<{ h: number | string; path: string }>(
     `SELECT DISTINCT ${pathHash('pathname')} AS h, pathname AS path
@@ -52,7 +52,8 @@ export async function readPageNames(ch: ClickHouse, siteId: number): Promise<Map
     const known = names.get(h);
     if (known === undefined || r.path < known) names.set(h, r.path);
   }
-  return names;
+  // 48-bit hashes: exact as numbers, however the engine sends 64-bit integers.
+  return (h) => names.get(Number(h)) ?? '';
 }
 
 /** A time as the least key of its millisecond. */
