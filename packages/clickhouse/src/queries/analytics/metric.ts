@@ -27,9 +27,11 @@ import {
 } from './rollup';
 import { unsureApply } from './row-filters';
 import {
+  ADJACENT_EQUAL,
   countedSessions,
   EVENT_ORDER,
   matchesFilters,
+  NEXT_GAPS,
   orderMs,
   rankedPage,
   ratio,
@@ -247,15 +249,15 @@ function byEventValue(
   const timed = parameter === 'pathname';
   if (timed) {
     // Every event's order key, whether it is a matching pageview, and its path (if so) in the
-    // same order; the session's events in order as positions sorted by key.
+    // same order; each array sorted by the keys, the counted pageviews' paths and gaps taken
+    // beside their flags (no lambda capturing an array: see keyedPageValues).
     columns.push(
       `groupArray(${EVENT_ORDER}) AS s_ks`,
       `groupArray(toUInt8(type = 'pageview' AND ${matches}) AS e_counted) AS s_fs`,
       `groupArray(if(e_counted, toString(pathname), '')) AS s_ps`,
-      `arraySort((j, k) -> k, arrayEnumerate(s_ks), s_ks) AS s_order`,
-      `arrayFilter(i -> s_fs[s_order[i]] = 1, arrayEnumerate(s_order)) AS s_at`,
-      `arrayMap(i -> s_ps[s_order[i]], s_at) AS s_vals`,
-      `arrayMap(i -> if(i < length(s_order), ${orderMs('s_ks[s_order[i + 1]]')} - ${orderMs('s_ks[s_order[i]]')}, -1), s_at) AS s_gaps`,
+      `arraySort((f, k) -> k, s_fs, s_ks) AS s_ofs`,
+      `arrayFilter((v, f) -> f = 1, arraySort((v, k) -> k, s_ps, s_ks), s_ofs) AS s_vals`,
+      `arrayFilter((g, f) -> f = 1, ${NEXT_GAPS(`arrayMap(k -> ${orderMs('k')}, arraySort(s_ks))`)}, s_ofs) AS s_gaps`,
     );
   } else columns.push(`${eventValues(parameter, matches)} AS s_vals`);
   return rankEventValues(
@@ -370,10 +372,21 @@ function keyedPageValues(
   const filtered = common.filters.length > 0;
   const pick = parameter === 'entry_page' ? 'arrayFirstIndex' : 'arrayLastIndex';
   // Flags of the keys: 2 a pageview whose value counts, 1 a pageview whose value does not (a
-  // pathname not matching the filters), 0 any other event.
-  const pages = perPage
-    ? 'arrayFilter(j -> m_fs[j] = 2, arrayEnumerate(m_ks)) AS m_pj'
-    : `${pick}(f -> f > 0, m_fs) AS m_at, if(m_at = 0, [], [m_at]) AS m_pj`;
+  // pathname not matching the filters), 0 any other event. The counted pageviews' hashes and
+  // gaps are taken beside their flags, never by index in a lambda: a lambda's captured array
+  // is copied for each element it maps, which made the statement quadratic in a session's
+  // events (unfiltered pathnames 100 against 70 ms at 10 M events, docs/benchmarks.md).
+  const [at, hashes, gaps] = perPage
+    ? [
+        '',
+        `arrayMap(x -> ${keyHash('x')}, arrayFilter((x, f) -> f = 2, m_ks, m_fs))`,
+        `arrayFilter((g, f) -> f = 2, ${NEXT_GAPS('m_ms')}, m_fs)`,
+      ]
+    : [
+        `, ${pick}(f -> f > 0, m_fs) AS m_at`,
+        `if(m_at = 0, [], [${keyHash('m_ks[m_at]')}])`,
+        'if(m_at = 0, [], [if(m_at < length(m_ks), m_ms[m_at + 1] - m_ms[m_at], -1)])',
+      ];
   const pageFlag =
     filtered && perPage ? `if(has(m_at_ms, ${keyMs('x')}), toUInt8(2), toUInt8(1))` : 'toUInt8(2)';
   const paths = pathRows(
@@ -404,14 +417,13 @@ function keyedPageValues(
         arrayMap(x -> toUInt8(0), other_keys)) AS m_flags
       FROM (${rows}))
     WHERE length(m_k) > 0`;
-  const sorted = `SELECT session_id, m_day, m_ks, m_fs, m_ms, length(arrayDistinct(m_ms)) < length(m_ms) AS m_tied,
-      ${pages}, arrayCount(f -> f > 0, m_fs) AS m_pvs
+  const sorted = `SELECT session_id, m_day, m_ks, m_fs, m_ms, ${ADJACENT_EQUAL('m_ms')} AS m_tied${at},
+      arrayCount(f -> f > 0, m_fs) AS m_pvs
     FROM (SELECT session_id, m_day, arraySort(m_k) AS m_ks, arraySort((f, x) -> x, m_f, m_k) AS m_fs,
       arrayMap(x -> toInt64(${keyMs('x')}), arraySort(m_k)) AS m_ms
       FROM (${keys}))`;
   const sessions = `SELECT session_id, m_day, m_ms, m_tied, m_pvs,
-      if(m_tied, [], arrayMap(j -> ${keyHash('m_ks[j]')}, m_pj)) AS m_hs,
-      if(m_tied, [], arrayMap(j -> if(j < length(m_ks), m_ms[j + 1] - m_ms[j], -1), m_pj)) AS m_gaps
+      if(m_tied, [], ${hashes}) AS m_hs, if(m_tied, [], ${gaps}) AS m_gaps
     FROM (${sorted})`;
   const [counts, sessionsOf, eventsOf] = perPage
     ? [

@@ -4,7 +4,7 @@ import { type CommonParams, matchAny, Params, rangeBounds } from '../builder';
 import { keyHash, listedSessionsLimit, pathHash, readPageNames } from './paths';
 import { type Settled, settledParts } from './rollup';
 import { rowFilterCondition, rowFiltersApply, UNSURE_ROW, unsureApply } from './row-filters';
-import { addDays } from './shared';
+import { ADJACENT_EQUAL, addDays, NEXT_GAPS } from './shared';
 import {
   addCounts,
   emptyCounts,
@@ -182,11 +182,14 @@ async function buildDay(ch: ClickHouse, siteId: number, d: SettledDay): Promise<
          if(pvs = 0, 0, hs[-1]) AS exit_hash, if(pvs = 0, -1, gaps[-1]) AS exit_gap
        FROM (
          SELECT session_id, length(pk) AS pvs,
-           arrayExists((a, b) -> a = b, arrayPopBack(ms), arrayPopFront(ms)) AS tied,
+           ${ADJACENT_EQUAL('ms')} AS tied,
            arrayMap(x -> ${hash}, pk) AS hs,
-           arrayMap(x -> (indexOf(all, x) AS j) < length(all) ? ms[j + 1] - ms[j] : -1, pk) AS gaps
+           arrayFilter((g, f) -> f = 1, ${NEXT_GAPS('ms')}, fl) AS gaps
          FROM (
            SELECT session_id, arraySort(arrayConcat(page_keys, event_keys, other_keys)) AS all,
+             arraySort((f, x) -> x, arrayConcat(arrayMap(x -> toUInt8(1), page_keys),
+               arrayMap(x -> toUInt8(0), event_keys), arrayMap(x -> toUInt8(0), other_keys)),
+               arrayConcat(page_keys, event_keys, other_keys)) AS fl,
              arrayMap(x -> toInt64(bitShiftRight(x, 80)), all) AS ms, arraySort(page_keys) AS pk
            FROM session_paths WHERE site_id = {site:UInt32} AND _part = {paths:String}))) AS s
      USING session_id

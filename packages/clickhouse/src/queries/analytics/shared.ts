@@ -69,6 +69,20 @@ export const rollupSize = (column: string) => (final: boolean) =>
   final ? `length(${column})` : `${column}.size0`;
 
 /** Milliseconds between a session's first and last event in range. */
+/**
+ * Whether a sorted array holds two equal neighbours (`sorted`, an expression of its rows): two
+ * keys of one millisecond, a tie. Neighbours as two shifted copies, no lambda capturing the array.
+ */
+export const ADJACENT_EQUAL = (sorted: string) =>
+  `arrayExists((a, b) -> a = b, arrayPopBack(${sorted}), arrayPopFront(${sorted}))`;
+
+/**
+ * Each element's gap to the next of a sorted array of milliseconds (`ms`), -1 for the last one.
+ * Array expressions only: a lambda reading the next element by index would capture the array,
+ * which the engine copies for each element mapped (quadratic in a session's events).
+ */
+export const NEXT_GAPS = (ms: string) => `arrayPushBack(arrayPopFront(arrayDifference(${ms})), toInt64(-1))`;
+
 export const SESSION_MS = 'toUnixTimestamp64Milli(max(timestamp)) - toUnixTimestamp64Milli(min(timestamp))';
 
 /** Every filter as one condition on an event ('1' when there are none). */
