@@ -26,7 +26,9 @@ export type KeyedParameter = 'pathname' | 'entry_page' | 'exit_page' | 'event_na
  * page titles and hostnames (read from the events), the goal list's sessions and path-goal
  * conversions (`goals`: one value per goal's pattern), the session totals of the overview
  * and the sessions list's count (`sessions`: one value, the empty one, overview.ts
- * sessionTotalDays), and the buckets' counts per UTC quarter hour (`quarters`, quarters.ts).
+ * sessionTotalDays), the buckets' counts per UTC quarter hour (`quarters`, quarters.ts), and
+ * the sessions of a day that the page titles' and hostnames' summaries leave out
+ * (`uncovered_sessions`: one value per session id, metric.ts).
  */
 export type SummarizedParameter =
   | KeyedParameter
@@ -36,6 +38,7 @@ export type SummarizedParameter =
   | 'goals'
   | 'sessions'
   | 'quarters'
+  | 'uncovered_sessions'
   | `journeys:${number}`
   | `funnel:${string}`;
 
@@ -211,7 +214,7 @@ interface SummaryRow extends ValueCounts, Parts {
 
 /** Summaries of whole partitions, each usable where its span is (else of the covered sessions). */
 const wholePartitions = (parameter: SummarizedParameter) =>
-  parameter !== 'page_title' && parameter !== 'hostname';
+  parameter !== 'page_title' && parameter !== 'hostname' && parameter !== 'uncovered_sessions';
 
 /**
  * The summarized days of an unfiltered range for `parameter` and their counts added up, or

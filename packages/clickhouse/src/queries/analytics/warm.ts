@@ -30,6 +30,7 @@ const SUMMARIZED: [SummarizedParameter, SessionRollup][] = [
   ['event_name', 'session_paths'],
   ['page_title', 'session_paths'],
   ['hostname', 'session_paths'],
+  ['uncovered_sessions', 'session_paths'],
   ...SESSION_ATTRIBUTES.map((a): [SummarizedParameter, SessionRollup] => [a, 'session_facts']),
   ['sessions', 'session_facts'],
   ['quarters', 'session_paths'],
@@ -113,7 +114,10 @@ export async function buildSummaries(
             ? journeys(ch, siteId, common, { steps: JOURNEY_STEPS, limit: 1 })
             : isFunnel(parameter)
               ? buildFunnelSummaries(ch, siteId, common, funnels.get(parameter) ?? [])
-              : metric(ch, siteId, common, parameter, { limit: 1, offset: 0 });
+              : metric(ch, siteId, common, parameter === 'uncovered_sessions' ? 'page_title' : parameter, {
+                  limit: 1,
+                  offset: 0,
+                });
   for (const [parameter] of summarized) {
     if (!missing.has(parameter) || (parameter === 'goals' && patterns.length === 0)) continue;
     // Each read builds a week of days at most: read until one stores nothing.
