@@ -323,7 +323,9 @@ export function* generateEvents(opts: SeedOptions): Generator<StoredEvent> {
       : pickPage(r());
     let identified = loggedIn ? traits.identified : '';
     let first = true;
-    for (let n = 0; n < pageviews && produced < opts.events; n++) {
+    // A session still going at the end of the period stops there: its later events have not
+    // happened yet (piled on the last millisecond, they made ties no real session has).
+    visit: for (let n = 0; n < pageviews && produced < opts.events; n++) {
       if (n > 0) {
         let next = pickPage(r());
         if (next === page) next = pickPage(r());
@@ -340,7 +342,10 @@ export function* generateEvents(opts: SeedOptions): Generator<StoredEvent> {
         if (produced >= opts.events) break;
         if (!first && r() >= tieRate)
           ms += step.type === 'pageview' ? dwellMs(r) : 2_000 + Math.floor(r() * 40_000);
-        if (ms >= end) ms = end - 1;
+        if (ms >= end) {
+          if (first) ms = end - 1;
+          else break visit;
+        }
         const props: Record<string, string> = {};
         for (const [k, v] of Object.entries(step.properties))
           props[k] = typeof v === 'string' ? v : JSON.stringify(v);
