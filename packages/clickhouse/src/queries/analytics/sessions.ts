@@ -154,7 +154,6 @@ export async function listSessions(
       ? await crossingSessions(ch, siteId, scoped, settled, undefined, undefined, unsureApply(ch, scoped))
       : undefined;
     const rank = async (limit: number, offset: number) => {
-      if (edges) return leadingSessions(ch, siteId, scoped, settled, edges, limit, offset);
       const p = new Params();
       const sessions = countedSessions(p, siteId, scoped, [
         'toString(session_id) AS s_id',
@@ -168,12 +167,16 @@ export async function listSessions(
         p.values,
       );
     };
-    const { rows: ranked, totals } = await rankedPage(rank, page);
-    const totalCount = totals?.s_total ?? 0;
-    if (ranked.length === 0) return { data: [], totalCount };
+    // The count from the rollup comes unawaited: the page's sessions are read while it is counted.
+    const { ids: pageIds, total } = edges
+      ? await leadingSessions(ch, siteId, scoped, settled, edges, page.limit, page.offset)
+      : await rankedPage(rank, page).then(({ rows, totals }) => ({
+          ids: rows.map((r) => r.s_id),
+          total: Promise.resolve(totals?.s_total ?? 0),
+        }));
+    if (pageIds.length === 0) return { data: [], totalCount: await total };
 
     const p = new Params();
-    const pageIds = ranked.map((r) => r.s_id);
     const rows = await ch.query<SessionRow>(
       rolled
         ? // The page's sessions are counted ones: their fields are read with no filters.
@@ -185,14 +188,14 @@ export async function listSessions(
       p.values,
     );
     const byId = new Map(rows.map((r) => [r.s_session_id, toSession(r)]));
-    return { data: ranked.flatMap((r) => byId.get(r.s_id) ?? []), totalCount };
+    return { data: pageIds.flatMap((id) => byId.get(id) ?? []), totalCount: await total };
   };
   return rolled ? readRollup(ch, list) : list();
 }
 
 /**
  * A page of the list's ids over the rollup (filtered: over its counted sessions), and the count
- * of the range's sessions. The list is newest start first: a session starting in the last hours before
+ * of the range's sessions (still counting when the page is found). The list is newest start first: a session starting in the last hours before
  * the end of the range (or now, if sooner) ends there too, so the sessions ending in them (by the
  * rollup's end, which no start in range passes) hold every one starting there. When at least
  * `offset + limit` of them start there, the page is theirs; otherwise the window widens, at last
@@ -207,10 +210,10 @@ async function leadingSessions(
   edges: Edges,
   limit: number,
   offset: number,
-): Promise<{ s_id: string; s_total: number }[]> {
+): Promise<{ ids: string[]; total: Promise<number> }> {
   const wanted = offset + limit;
-  // Counted while the page is found (on another read connection). Filters tested on the session
-  // rows count the sessions there too (row-filters.ts).
+  // Counted while the page is found and read (on another read connection), awaited by the
+  // caller. Filters tested on the session rows count the sessions there too (row-filters.ts).
   const counting =
     common.filters.length === 0 || rowFiltersApply(ch, common)
       ? countedTotal(ch, siteId, common, settled, edges)
@@ -239,8 +242,7 @@ async function leadingSessions(
     const last = head[wanted - 1];
     if (hours === undefined || (last !== undefined && listed(last).start >= Number(row!.since))) break;
   }
-  const total = await counting;
-  return head.slice(offset).map((order) => ({ s_id: listed(order).id, s_total: total }));
+  return { ids: head.slice(offset).map((order) => listed(order).id), total: counting };
 }
 
 /**
