@@ -195,11 +195,11 @@ export async function listSessions(
 
 /**
  * A page of the list's ids over the rollup (filtered: over its counted sessions), and the count
- * of the range's sessions (still counting when the page is found). The list is newest start first: a session starting in the last hours before
- * the end of the range (or now, if sooner) ends there too, so the sessions ending in them (by the
- * rollup's end, which no start in range passes) hold every one starting there. When at least
- * `offset + limit` of them start there, the page is theirs; otherwise the window widens, at last
- * to the whole range. Each pass keeps the first sessions of the list as one number each (tuples
+ * of the range's sessions (still counting when the page is found). The list is newest start
+ * first: a session starting in the last hours before the end of the range (or now, if sooner)
+ * ends there too, so the sessions ending in them (by the rollup's end, which no start in range
+ * passes) hold every one starting there. When at least `offset + limit` of them start there,
+ * the page is theirs; otherwise the window widens, at last to the whole range. Each pass keeps the first sessions of the list as one number each (tuples
  * sort slower).
  */
 async function leadingSessions(

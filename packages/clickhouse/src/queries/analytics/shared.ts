@@ -68,7 +68,6 @@ export const rollupElement = (column: string, name: string) => (final: boolean) 
 export const rollupSize = (column: string) => (final: boolean) =>
   final ? `length(${column})` : `${column}.size0`;
 
-/** Milliseconds between a session's first and last event in range. */
 /**
  * Whether a sorted array holds two equal neighbours (`sorted`, an expression of its rows): two
  * keys of one millisecond, a tie. Neighbours as two shifted copies, no lambda capturing the array.
@@ -83,6 +82,7 @@ export const ADJACENT_EQUAL = (sorted: string) =>
  */
 export const NEXT_GAPS = (ms: string) => `arrayPushBack(arrayPopFront(arrayDifference(${ms})), toInt64(-1))`;
 
+/** Milliseconds between a session's first and last event in range. */
 export const SESSION_MS = 'toUnixTimestamp64Milli(max(timestamp)) - toUnixTimestamp64Milli(min(timestamp))';
 
 /** Every filter as one condition on an event ('1' when there are none). */

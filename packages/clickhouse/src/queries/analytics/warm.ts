@@ -30,6 +30,7 @@ const SUMMARIZED: [SummarizedParameter, SessionRollup][] = [
   ['event_name', 'session_paths'],
   ['page_title', 'session_paths'],
   ['hostname', 'session_paths'],
+  // Built by the page titles' read (metric.ts), which reads them.
   ['uncovered_sessions', 'session_paths'],
   ...SESSION_ATTRIBUTES.map((a): [SummarizedParameter, SessionRollup] => [a, 'session_facts']),
   ['sessions', 'session_facts'],
