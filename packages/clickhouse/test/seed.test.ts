@@ -73,6 +73,25 @@ describe('seeded traffic', () => {
     expect(share(ids, (id) => id[0]! >= '8')).toBeLessThan(0.65);
   });
 
+  it('stops the sessions still going at the end of the period there: no event on or after it, no tie', () => {
+    const end = new Date('2026-03-10T00:00:00Z');
+    const events = [...generateEvents({ siteId: 1, events: 50_000, days: 1, end, seed: 4 })];
+    expect(events).toHaveLength(50_000);
+    const last = '2026-03-09 23:59:59.999';
+    expect(events.every((e) => e.timestamp <= last)).toBe(true);
+    // Without ties asked for (tieRate 0), no session has two events in one millisecond.
+    const seen = new Set<string>();
+    const tied = events.filter((e) => {
+      const key = `${e.session_id} ${e.timestamp}`;
+      const again = seen.has(key);
+      seen.add(key);
+      return again;
+    });
+    expect(tied).toEqual([]);
+    // Sessions do run up to the end: the last minute has events.
+    expect(events.some((e) => e.timestamp >= '2026-03-09 23:59:00.000')).toBe(true);
+  });
+
   it('starts sessions in time order, with ids that carry their start', () => {
     const events = generate(2);
     const starts = new Map<string, string>();
