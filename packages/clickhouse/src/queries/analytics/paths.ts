@@ -29,9 +29,12 @@ export const EVENT_KEY_MS = 'toUInt64(greatest(toUnixTimestamp64Milli(timestamp)
  * WITH clause: keys carry hashes, answers name them back.
  */
 export const pageNames = (p: Params, siteId: number, alias: string) =>
-  `(SELECT (groupArray(h), groupArray(path)) FROM (
-      SELECT DISTINCT ${pathHash('pathname')} AS h, pathname AS path
-      FROM site_pages WHERE site_id = ${p.bind('UInt32', siteId)})) AS ${alias}`;
+  `(SELECT (groupArray(h), groupArray(path)) FROM (${sitePaths(p, siteId)})) AS ${alias}`;
+
+/** A site's page paths, each with its hash (`h`, `path`). */
+const sitePaths = (p: Params, siteId: number) =>
+  `SELECT DISTINCT ${pathHash('pathname')} AS h, pathname AS path
+   FROM site_pages WHERE site_id = ${p.bind('UInt32', siteId)}`;
 
 /**
  * The name of each of a site's page path hashes, read apart (for answers whose rows come back by
@@ -41,11 +44,7 @@ export const pageNames = (p: Params, siteId: number, alias: string) =>
  */
 export async function readPageNames(ch: ClickHouse, siteId: number): Promise<(h: number | string) => string> {
   const p = new Params();
-  const rows = await ch.query<{ h: number | string; path: string }>(
-    `SELECT DISTINCT ${pathHash('pathname')} AS h, pathname AS path
-     FROM site_pages WHERE site_id = ${p.bind('UInt32', siteId)}`,
-    p.values,
-  );
+  const rows = await ch.query<{ h: number | string; path: string }>(sitePaths(p, siteId), p.values);
   const names = new Map<number, string>();
   for (const r of rows) {
     const h = Number(r.h);
