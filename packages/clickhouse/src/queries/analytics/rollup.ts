@@ -171,8 +171,10 @@ export async function readRollup<T>(
 /**
  * Rows of a per-session rollup matching `where`, each session once: the settled parts as they
  * are, the other partitions merged (FINAL). `select(final)` gives the columns for either.
- * `prewhere`, a cheap condition that drops most rows, is read first where the parts are settled
- * (under FINAL it must wait for the merge: a session's rows are only whole once merged).
+ * `prewhere`, a cheap condition that drops most rows, is read first where the parts are settled;
+ * under FINAL it must wait for the merge (a session's rows are only whole once merged), unless
+ * `everyRow`: it holds of all of a session's rows or of none (a column they all share, as
+ * `user_key`: a session has one visitor), so a row it drops takes its whole session with it.
  */
 export function fromRollup(
   p: Params,
@@ -181,14 +183,16 @@ export function fromRollup(
   settled?: Settled,
   table: SessionRollup = 'session_facts',
   prewhere?: string,
+  everyRow = false,
 ): string {
   const condition = typeof where === 'string' ? () => where : where;
-  const merged = prewhere ? `${condition(true)} AND ${prewhere}` : condition(true);
-  if (!settled) return `SELECT ${select(true)} FROM ${table} FINAL WHERE ${merged}`;
-  return `SELECT ${select(false)} FROM ${table}${prewhere ? ` PREWHERE ${prewhere}` : ''}
+  const merged = prewhere && !everyRow ? `${condition(true)} AND ${prewhere}` : condition(true);
+  const before = (final: boolean) => (prewhere && (everyRow || !final) ? ` PREWHERE ${prewhere}` : '');
+  if (!settled) return `SELECT ${select(true)} FROM ${table} FINAL${before(true)} WHERE ${merged}`;
+  return `SELECT ${select(false)} FROM ${table}${before(false)}
      WHERE ${condition(false)} AND _part IN ${p.bind('Array(String)', settled.parts)}
    UNION ALL
-   SELECT ${select(true)} FROM ${table} FINAL
+   SELECT ${select(true)} FROM ${table} FINAL${before(true)}
      WHERE ${merged} AND _partition_id NOT IN ${p.bind('Array(String)', settled.partitions)}`;
 }
 
@@ -254,7 +258,8 @@ export async function rollupSessionRows(
     : undefined;
   // A few visitors' sessions are found by their keys first (PREWHERE): their sessions lie all
   // over the range, so no granule is skipped, but the other columns are then read for those
-  // rows alone (a list of 25 visitors, unfiltered, 8 % less at 10 M events, docs/benchmarks.md).
+  // rows alone (a list of 25 visitors, unfiltered, 8 % less at 10 M events, docs/benchmarks.md);
+  // in the partitions merged at read too, before the merge (a session has one visitor).
   const byVisitor = only && 'users' in only ? onlyCondition(p, only) : undefined;
   const inside = insideRange(p, siteId, common, byVisitor ? undefined : only, restrict);
   const passes = byRow ? rowFilterCondition(p, siteId, common) : undefined;
@@ -269,6 +274,7 @@ export async function rollupSessionRows(
     settled,
     'session_facts',
     byVisitor,
+    true,
   );
   const computed = computedSessions(edges, unsure);
   const rows =

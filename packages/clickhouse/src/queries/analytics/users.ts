@@ -442,7 +442,7 @@ async function listUsersFromSessions(
     readsLeading(page) && visitorDaysApply(ch, common) ? rangeVisitors(ch, siteId, common) : undefined;
   // Awaited below (a second read of the rollup awaits it again): a failure meanwhile is not unhandled.
   visitors?.catch(() => {});
-  const { rows, total, ids } = await readRollup(ch, async (settled) => {
+  const { rows, total, latest, profiles } = await readRollup(ch, async (settled) => {
     const p = new Params();
     const edges = await crossingSessions(ch, siteId, common, settled);
     const sessions = await rollupSessionRows(
@@ -463,7 +463,7 @@ async function listUsersFromSessions(
       visitors,
     );
     const ids = keys.map(userIdOfKey);
-    if (ids.length === 0) return { rows: [], total, ids };
+    if (ids.length === 0) return { rows: [], total };
     // The listed visitors' counts and latest identified id over their sessions' ones, by their
     // place in EVENT_ORDER (a number compares far faster than the tuple), read for this page
     // only: over every visitor of a large range it held more memory than the ranking itself.
@@ -489,27 +489,55 @@ async function listUsersFromSessions(
       q.values,
     );
     const byKey = new Map(counted.map((r) => [r.k, r]));
-    return { rows: keys.flatMap((k) => byKey.get(k) ?? []), total, ids };
+    const rows = keys.flatMap((k) => byKey.get(k) ?? []);
+    // Their latest events and profiles are read while readRollup checks the parts read (one
+    // statement less on the way): a read that runs again leaves these unawaited, handled.
+    const latest = latestEvents(ch, siteId, rows);
+    const profiles = withProfiles(
+      ch,
+      siteId,
+      rows.map((r) => ({ user_id: userIdOfKey(r.k), identified_user_id: r.u_identified_user_id })),
+      page.profiles ?? true,
+    );
+    latest.catch(() => {});
+    profiles.catch(() => {});
+    return { rows, total, latest, profiles };
   });
-  if (rows.length === 0) return { data: [], totalCount: total };
+  if (rows.length === 0 || !latest || !profiles) return { data: [], totalCount: total };
+  const [byId, resolved] = await Promise.all([latest, profiles]);
+  const users = rows.flatMap(({ k, ...counts }, i) => {
+    const fields = byId.get(userIdOfKey(k));
+    if (!fields) return [];
+    const { region: _r, city: _c, language: _l, ...listed } = toUser({ ...counts, ...fields });
+    const { identified_user_id, traits } = resolved[i]!;
+    return [{ ...listed, identified_user_id, traits }];
+  });
+  return { totalCount: total, data: users };
+}
+
+/**
+ * The latest events' fields of the listed visitors (rows of listUsersFromSessions), by anonymous
+ * id: their events at their `last_seen` times, which the sort key of `events` finds at once.
+ */
+async function latestEvents(
+  ch: ClickHouse,
+  siteId: number,
+  rows: { k: string; u_last_seen: string }[],
+): Promise<Map<string, Pick<UserRow, 'u_user_id' | LatestField>>> {
   const p = new Params();
   const latest = await ch.query<Pick<UserRow, 'u_user_id' | LatestField>>(
     `SELECT user_id AS u_user_id, ${LATEST_EVENT_COLUMNS}
      FROM events
      WHERE site_id = ${p.bind('UInt32', siteId)}
        AND timestamp IN ${p.bind("Array(DateTime64(3, 'UTC'))", [...new Set(rows.map((r) => r.u_last_seen))])}
-       AND user_id IN ${p.bind('Array(String)', ids)}
+       AND user_id IN ${p.bind(
+         'Array(String)',
+         rows.map((r) => userIdOfKey(r.k)),
+       )}
      GROUP BY user_id`,
     p.values,
   );
-  const byId = new Map(latest.map((r) => [r.u_user_id, r]));
-  const users = rows.flatMap(({ k, ...counts }) => {
-    const fields = byId.get(userIdOfKey(k));
-    if (!fields) return [];
-    const { region: _r, city: _c, language: _l, ...listed } = toUser({ ...counts, ...fields });
-    return [listed];
-  });
-  return { totalCount: total, data: await withProfiles(ch, siteId, users, page.profiles ?? true) };
+  return new Map(latest.map((r) => [r.u_user_id, r]));
 }
 
 /**
