@@ -1,4 +1,9 @@
-import { buildSummaries, type ClickHouse, type GoalDefinition } from '@trackhouse/clickhouse';
+import {
+  buildSummaries,
+  type ClickHouse,
+  type GoalDefinition,
+  mergeVisitorDays,
+} from '@trackhouse/clickhouse';
 import type { Config, Logger } from '@trackhouse/core';
 import { listFunnels, listGoals, listSites, type Pool } from '@trackhouse/postgres';
 import { Counter, Gauge, type Registry } from 'prom-client';
@@ -24,7 +29,8 @@ const ALL_SITES = 0;
  * (`buildSummaries`), so that a dashboard's read finds its settled days summarized instead of
  * building a week of them while it waits: every site at start and every SUMMARIES_INTERVAL_S
  * seconds (0: never), and a site again when its goals or saved funnels change. One site at a
- * time, one read at a time, so the service's other reads keep the rest of the query pool.
+ * time, one read at a time, so the service's other reads keep the rest of the query pool. Each
+ * run over every site first merges the recent windows of `visitor_days` (mergeVisitorDays).
  */
 export class SummaryBuilder {
   private readonly queue = new Set<number>();
@@ -108,6 +114,7 @@ export class SummaryBuilder {
     for (const next of this.queue) {
       this.queue.delete(next);
       this.pending.set(this.queue.size + 1);
+      if (next === ALL_SITES) await this.mergeWindows();
       const sites = next === ALL_SITES ? await this.siteIds() : [next];
       for (const siteId of sites) {
         if (this.stopped.signal.aborted) return;
@@ -115,6 +122,17 @@ export class SummaryBuilder {
         if (next === ALL_SITES) this.queue.delete(siteId);
         await this.buildSite(siteId);
       }
+    }
+  }
+
+  /** The recent windows of `visitor_days` merged, one part each (mergeVisitorDays), at every run. */
+  private async mergeWindows(): Promise<void> {
+    try {
+      const merged = await mergeVisitorDays(this.ch, this.deps.settings.SUMMARIES_DAYS);
+      if (merged > 0) this.deps.log.info({ partitions: merged }, 'visitor days merged');
+    } catch (err) {
+      this.failures.inc();
+      this.deps.log.warn({ err }, 'summaries: merging the visitor days failed (retried at the next run)');
     }
   }
 

@@ -105,6 +105,18 @@ const dataParts = async () =>
     { first: PARTITIONS[0], last: PARTITIONS[1] },
   );
 
+/** The partitions of `visitor_days` of the last ten windows in more than one part. */
+const splitWindows = async () =>
+  (
+    await h.ch.query<{ partition: string }>(
+      `SELECT partition_id AS partition FROM system.parts
+       WHERE database = currentDatabase() AND table = 'visitor_days' AND active
+         AND toUInt32(partition_id) >= {first:UInt32}
+       GROUP BY partition_id HAVING count() > 1`,
+      { first: Math.floor(Date.now() / DAY_MS / 32) - 10 },
+    )
+  ).map((r) => r.partition);
+
 /** Per summarized answer, the parts its stored summaries are of, and for the goals their patterns per part. */
 async function stored() {
   const rows = await h.ch.query<{ parameter: string; part: string; values: string[] }>(
@@ -133,8 +145,18 @@ describe.skipIf(TEST_CLICKHOUSE === 'cluster')('the background builder of summar
   // a timeout of its own.
   it('summarizes every settled day of its window for every summarized answer, the goals with their patterns', async () => {
     expect(await summaryRows()).toBe(0);
+    // A window of `visitor_days` in two parts (another site's rows, two inserts): merged by the run.
+    const block = Math.floor(Date.now() / DAY_MS / 32);
+    for (const key of ['1', '2'])
+      await h.ch.writer.insert({
+        table: 'visitor_days',
+        values: [{ site_id: 4_000_000_000, block, user_key: key, days: '1' }],
+        format: 'JSONEachRow',
+      });
+    expect(await splitWindows()).toContain(String(block));
     builder.start();
     await builder.idle();
+    expect(await splitWindows()).toEqual([]);
     const parts = await dataParts();
     expect(new Set(parts.map((p) => p.table)).size).toBe(3);
     const held = await stored();

@@ -168,6 +168,33 @@ describe('distinct visitors from the days they have events on', () => {
     },
   );
 
+  it('counts exactly from a window merged into one part with newer parts beside it', async () => {
+    await h.ch.command('OPTIMIZE TABLE visitor_days FINAL');
+    // Each window's partition is one merged part: counted as its rows (rangeVisitors).
+    const split = () =>
+      h.ch.query<{ partition: string }>(
+        `SELECT partition_id AS partition FROM system.parts
+         WHERE database = currentDatabase() AND table = 'visitor_days' AND active
+         GROUP BY partition_id HAVING count() > 1 OR max(level) = 0`,
+      );
+    expect(await split()).toEqual([]);
+    const merged = await Promise.all(RANGES.map((range) => rangeVisitors(h.ch, tenant.siteId, full(range))));
+    expect(merged).toEqual(
+      RANGES.map((r) => ref.overview(ref.selection(events, tenant.siteId, full(r))).users),
+    );
+    // Newer parts beside the merged ones: late events of visitors the merged parts hold, two inserts.
+    const late = lateEvents(events.slice(2000), 30);
+    await insertEvents(h.ch, late.slice(0, 15));
+    await insertEvents(h.ch, late.slice(15));
+    events.push(...late);
+    expect((await split()).length).toBeGreaterThan(0);
+    for (const range of RANGES) {
+      const expected = ref.overview(ref.selection(events, tenant.siteId, full(range)));
+      expect(await rangeVisitors(h.ch, tenant.siteId, full(range))).toBe(expected.users);
+      expect((await overview(range)).body.data).toEqual(expected);
+    }
+  });
+
   it('reads the whole days of a long range from their bits, the partial ones from the events', async () => {
     const site = await h.tenant();
     const like = { ...events[0]!, site_id: site.siteId };
@@ -205,12 +232,22 @@ describe('distinct visitors from the days they have events on', () => {
       values: [
         ...row(0xfeed01n, dayOf('2026-03-02')),
         ...row(0xfeed02n, dayOf('2026-03-14')),
-        // The range's first and last UTC days are partial: read from their events.
+        // The range's first UTC day is partial: read from its events.
         ...row(0xfeed03n, dayOf('2026-03-01')),
+        // So is its last, but none of that day's events lies after the range's end (23:00):
+        // read from its bits.
         ...row(0xfeed04n, dayOf('2026-03-15')),
       ],
       format: 'JSONEachRow',
     });
+    expect(await users()).toBe(before + 3);
+    // An event after the range's end on its last day: that day is read from its events again.
+    const after = {
+      ...windowEdges(like)[0]!,
+      timestamp: '2026-03-15 23:30:00.000',
+      user_id: '00000000000af7e1',
+    };
+    await insertEvents(h.ch, [{ ...after, event_id: uuidv7FromSeed(1, 'after the end') }]);
     expect(await users()).toBe(before + 2);
     // A range under a week counts its sessions' visitors: the rows are not read.
     const week = { ...range, endDate: '2026-03-07' };

@@ -27,34 +27,128 @@ export const visitorDaysApply = (ch: ClickHouse, common: CommonParams) =>
  * The distinct visitors of a closed range's events, filters not applied (SPEC 13 `users`): those
  * of the UTC days wholly inside the range from `visitor_days` (migration 0009), one row per
  * visitor and window, whose day bits meet the range's, and those of the range's partial days at
- * either end from their events. A visitor of both is counted once (one distinct count over the
- * 64-bit keys, `user_key`, which the events carry since 0013 as the sessions do). Exact for any
- * closed range; the days are those of the engine's calendar, as the range's bounds.
+ * either end from their events. A visitor of both is counted once (over the 64-bit keys,
+ * `user_key`, which the events carry since 0013 as the sessions do). Exact for any closed range;
+ * the days are those of the engine's calendar, as the range's bounds.
+ *
+ * The UTC day the range ends in counts as whole, from its bits, when none of its events lies
+ * after the range's end (a range ending tonight, before tonight comes): its events are then all
+ * in range. A range of up to 33 days reads one window; when its partition has a merged part (one
+ * row per visitor: a merge keeps one row per key), that part's visitors are counted as rows, and
+ * only the rest (the other parts' visitors, those of the partial days) as a distinct set, the
+ * part's rows tested against it: |P ∪ S| = |P| − |P ∩ S| + |S|. A part merged away meanwhile
+ * leaves nothing read as P and everything in S, so the count stays exact. The background
+ * builder merges the windows' partitions (mergeVisitorDays).
  */
 export async function rangeVisitors(ch: ClickHouse, siteId: number, common: CommonParams): Promise<number> {
+  const localDays = daysBetween(common.startDate!, common.endDate!);
+  const days = await wholeDays(ch, siteId, common, localDays <= 33);
   const p = new Params();
   const { from, to } = rangeBounds(p, common);
-  if (!from || !to) throw new Error('rangeVisitors needs a closed range');
   const site = p.bind('UInt32', siteId);
-  const dayMs = p.bind('Int64', DAY_MS);
-  // The whole UTC days: from the first day starting at or after the range's start (none before
-  // day 64, which the table leaves out) to the day the range's end falls in, excluded; the
-  // range's other events (all of them when that leaves no day) are read themselves.
-  const firstDay = `greatest(intDiv(toUnixTimestamp64Milli(${from}) + ${dayMs} - 1, ${dayMs}), 64)`;
-  const endDay = `intDiv(toUnixTimestamp64Milli(${to}), ${dayMs})`;
-  const dayStart = (day: string) => `fromUnixTimestamp64Milli(${day} * ${dayMs}, 'UTC')`;
+  // The range's events outside its whole days (all of them when it has none).
+  const dayStart = (day: number) => `fromUnixTimestamp64Milli(${p.bind('Int64', day * DAY_MS)}, 'UTC')`;
+  const partial = `SELECT user_key AS k FROM events
+    WHERE site_id = ${site} AND timestamp >= ${from} AND timestamp < ${to}${
+      days.first < days.end
+        ? ` AND (timestamp < ${dayStart(days.first)} OR timestamp >= ${dayStart(days.end)})`
+        : ''
+    }`;
+  if (days.first >= days.end) {
+    const [row] = await ch.query<{ users: number }>(
+      `SELECT uniqExact(k) AS users FROM (${partial})`,
+      p.values,
+    );
+    return Number(row?.users ?? 0);
+  }
+  const rows = `site_id = ${site} AND ${windowDays(
+    p.bind('Int64', days.first),
+    p.bind('Int64', days.end),
+    localDays,
+  )}`;
+  const part = days.part === '' ? undefined : p.bind('String', days.part);
+  // The keys beside the merged part's: the other parts' rows of the days, the partial days'.
+  const rest = `SELECT user_key AS k FROM visitor_days WHERE ${rows} AND _part != ${part} UNION ALL ${partial}`;
   const [row] = await ch.query<{ users: number }>(
-    `SELECT uniqExact(k) AS users FROM (
-       SELECT user_key AS k FROM visitor_days
-       WHERE site_id = ${site} AND ${firstDay} < ${endDay}
-         AND ${windowDays(firstDay, endDay, daysBetween(common.startDate!, common.endDate!))}
-       UNION ALL
-       SELECT user_key AS k FROM events
-       WHERE site_id = ${site} AND timestamp >= ${from} AND timestamp < ${to}
-         AND (timestamp < ${dayStart(firstDay)} OR timestamp >= ${dayStart(endDay)}))`,
+    part === undefined
+      ? `SELECT uniqExact(k) AS users FROM (SELECT user_key AS k FROM visitor_days WHERE ${rows} UNION ALL ${partial})`
+      : `SELECT count() - countIf(user_key IN (${rest})) + (SELECT uniqExact(k) FROM (${rest})) AS users
+         FROM visitor_days WHERE ${rows} AND _part = ${part}`,
     p.values,
   );
   return Number(row?.users ?? 0);
+}
+
+/**
+ * The whole UTC days of a range (days since 1970, `first` to `end` excluded), from the first day
+ * starting at or after the range's start (none before day 64, which `visitor_days` leaves out)
+ * to the day its end falls in, that day included when `oneWindow` (a range of up to 33 days: one
+ * window holds its days) and no event of that day lies after the range's end; and, but on a
+ * cluster, the largest merged part (level above 0) of that window's partition when it holds at
+ * least nine in ten of its rows ('' otherwise: the other parts' rows, counted as a distinct set,
+ * would cost more than counting them all so). One statement: the days as the engine's calendar
+ * has the range's bounds.
+ */
+async function wholeDays(
+  ch: ClickHouse,
+  siteId: number,
+  common: CommonParams,
+  oneWindow: boolean,
+): Promise<{ first: number; end: number; part: string }> {
+  const p = new Params();
+  const { from, to } = rangeBounds(p, common);
+  if (!from || !to) throw new Error('rangeVisitors needs a closed range');
+  const dayMs = p.bind('Int64', DAY_MS);
+  const first = `greatest(intDiv(toUnixTimestamp64Milli(${from}) + ${dayMs} - 1, ${dayMs}), 64)`;
+  const last = `intDiv(toUnixTimestamp64Milli(${to}), ${dayMs})`;
+  const whole = oneWindow
+    ? `${first} < ${last} AND ${last} - intDiv(${first}, 32) * 32 < 64
+       AND (SELECT count() = 0 FROM events WHERE site_id = ${p.bind('UInt32', siteId)}
+         AND timestamp >= ${to} AND timestamp < fromUnixTimestamp64Milli((${last} + 1) * ${dayMs}, 'UTC'))`
+    : 'false';
+  // The window's parts are looked up beside the days, on another read connection.
+  const window = `toString(intDiv(${first}, 32))`;
+  const [[row], [merged]] = await Promise.all([
+    ch.query<{ first: number; end: number }>(
+      `SELECT ${first} AS first, ${last} + (${whole}) AS end`,
+      p.values,
+    ),
+    oneWindow && !ch.cluster
+      ? ch.query<{ part: string }>(
+          `SELECT if(maxIf(rows, level > 0) * 10 >= sum(rows) * 9, argMaxIf(name, rows, level > 0), '') AS part
+           FROM system.parts
+           WHERE database = currentDatabase() AND table = 'visitor_days' AND active
+             AND partition_id = ${window}`,
+          p.values,
+        )
+      : [{ part: '' }],
+  ]);
+  if (!row) throw new Error('rangeVisitors: no bounds');
+  return { first: Number(row.first), end: Number(row.end), part: merged?.part ?? '' };
+}
+
+/**
+ * Merges each partition of `visitor_days` that holds a window of the last `days` UTC days and
+ * has more than one part into one (rangeVisitors then counts its rows as they are). Returns how
+ * many it merged. Not on a cluster (parts are per shard there; every count is distinct).
+ */
+export async function mergeVisitorDays(ch: ClickHouse, days: number, now = new Date()): Promise<number> {
+  if (ch.cluster) return 0;
+  const today = Math.floor(now.getTime() / DAY_MS);
+  const first = Math.max(Math.floor((today - days) / 32) - 1, 0);
+  const split = await ch.query<{ partition: string }>(
+    `SELECT partition_id AS partition FROM system.parts
+     WHERE database = currentDatabase() AND table = 'visitor_days' AND active
+       AND toUInt32OrZero(partition_id) >= {first:UInt32}
+     GROUP BY partition_id HAVING count() > 1`,
+    { first },
+  );
+  for (const { partition } of split) {
+    // The engine takes no parameter in a partition clause: the id, a number, is written inline.
+    if (!/^\d+$/.test(partition)) continue;
+    await ch.command(`OPTIMIZE TABLE visitor_days PARTITION ID '${partition}' FINAL`);
+  }
+  return split.length;
 }
 
 /**
