@@ -66,13 +66,14 @@ export async function rangeVisitors(ch: ClickHouse, siteId: number, common: Comm
     p.bind('Int64', days.end),
     localDays,
   )}`;
-  const part = days.part === '' ? undefined : p.bind('String', days.part);
   // The keys beside the merged part's: the other parts' rows of the days, the partial days'.
-  const rest = `SELECT user_key AS k FROM visitor_days WHERE ${rows} AND _part != ${part} UNION ALL ${partial}`;
+  const rest = (part: string) =>
+    `SELECT user_key AS k FROM visitor_days WHERE ${rows} AND _part != ${part} UNION ALL ${partial}`;
+  const part = days.part === '' ? undefined : p.bind('String', days.part);
   const [row] = await ch.query<{ users: number }>(
     part === undefined
       ? `SELECT uniqExact(k) AS users FROM (SELECT user_key AS k FROM visitor_days WHERE ${rows} UNION ALL ${partial})`
-      : `SELECT count() - countIf(user_key IN (${rest})) + (SELECT uniqExact(k) FROM (${rest})) AS users
+      : `SELECT count() - countIf(user_key IN (${rest(part)})) + (SELECT uniqExact(k) FROM (${rest(part)})) AS users
          FROM visitor_days WHERE ${rows} AND _part = ${part}`,
     p.values,
   );
@@ -86,8 +87,8 @@ export async function rangeVisitors(ch: ClickHouse, siteId: number, common: Comm
  * window holds its days) and no event of that day lies after the range's end; and, but on a
  * cluster, the largest merged part (level above 0) of that window's partition when it holds at
  * least nine in ten of its rows ('' otherwise: the other parts' rows, counted as a distinct set,
- * would cost more than counting them all so). One statement: the days as the engine's calendar
- * has the range's bounds.
+ * would cost more than counting them all so). Two small reads side by side; the days as the
+ * engine's calendar has the range's bounds.
  */
 async function wholeDays(
   ch: ClickHouse,
