@@ -189,3 +189,10 @@ export function listed(order: string): { id: string; start: number } {
     start: Number(LAST_MS - (n >> 128n)),
   };
 }
+
+/**
+ * A value's 64-bit hash (`column`, an identifier of the allowlists, or a literal): computed once
+ * per distinct value of a dictionary column, grouped as a number where its text would be copied
+ * and hashed per event (page titles and hostnames, metric.ts; their summaries name them back).
+ */
+export const valueHash = (column: string) => `cityHash64(${column})`;

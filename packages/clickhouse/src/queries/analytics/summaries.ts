@@ -2,7 +2,7 @@ import { Readable } from 'node:stream';
 import type { ClickHouse } from '../../client';
 import { type CommonParams, Params, rangeBounds } from '../builder';
 import type { SessionRollup, Settled } from './rollup';
-import type { SESSION_ATTRIBUTES } from './shared';
+import { type SESSION_ATTRIBUTES, valueHash } from './shared';
 
 /**
  * Per-day summaries of the unfiltered page breakdowns (`metric_summaries`, migrations 0007 and
@@ -200,6 +200,8 @@ export interface SummarizedDays {
   partitions: number[];
   counts: KeyedCounts;
   byDay: Map<number, DayCounts>;
+  /** With `names`: the stored values by their hash (valueHash, as text). */
+  names?: Map<string, string>;
 }
 
 /** Most days one read summarizes. */
@@ -244,7 +246,8 @@ export async function summarizedDays(
     table = 'session_paths',
     values,
     valuesUnder,
-  }: { table?: SessionRollup; values?: string[]; valuesUnder?: string } = {},
+    names,
+  }: { table?: SessionRollup; values?: string[]; valuesUnder?: string; names?: boolean } = {},
 ): Promise<SummarizedDays | undefined> {
   if (!settled || settled.partitions.length === 0) return undefined;
   const candidates = settled.partitions.filter((d) => /^\d{8}$/.test(d));
@@ -273,8 +276,12 @@ export async function summarizedDays(
   // The range's days come with the stored rows (on each day's totals row, the engine computing
   // them once), which saves a query of their own where any are stored (about 6 ms an answer).
   const rangeDays = inRange(q);
-  const stored = await ch.query<SummaryRow & { tz: string; range_days: string[]; last_end: string }>(
-    `SELECT partition, totals, value AS v, n_sessions, n_events, bounces, top_ms, top_n, s_part, e_part,
+  const stored = await ch.query<
+    SummaryRow & { tz: string; range_days: string[]; last_end: string; h?: string }
+  >(
+    `SELECT partition, totals, value AS v, n_sessions, n_events, bounces, top_ms, top_n, s_part, e_part,${
+      names ? ` toString(${valueHash('value')}) AS h,` : ''
+    }
        toString(span_end) AS last_end,
        ${whole && inside ? inside : '1'} AS inside, timezone() AS tz, if(totals = 1, ${rangeDays}, []) AS range_days
      FROM metric_summaries FINAL
@@ -358,7 +365,13 @@ export async function summarizedDays(
       byDay.set(day, { counts: c, spanEnd: span.end });
     }
   }
-  return summarized.size > 0 ? { partitions: [...summarized], counts, byDay } : undefined;
+  if (summarized.size === 0) return undefined;
+  const hashes = names
+    ? new Map(
+        stored.flatMap((r) => (Number(r.totals) !== 1 && r.h !== undefined ? [[r.h, r.v] as const] : [])),
+      )
+    : undefined;
+  return { partitions: [...summarized], counts, byDay, ...(hashes ? { names: hashes } : {}) };
 }
 
 interface Span {
