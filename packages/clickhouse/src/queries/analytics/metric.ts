@@ -781,28 +781,22 @@ function eventValueDays(
   parameter: EventValueParameter,
   settled: Settled | undefined,
 ) {
-  return summarizedDays(
-    ch,
-    siteId,
-    common,
-    parameter,
-    settled,
-    async (missing) => {
-      const q = new Params();
-      const covered = `(${withinDays(q, missing)} AND session_id IN (SELECT session_id FROM session_paths
+  const build = async (missing: number[]) => {
+    const q = new Params();
+    const covered = `(${withinDays(q, missing)} AND session_id IN (SELECT session_id FROM session_paths
       WHERE site_id = ${q.bind('UInt32', siteId)} AND ${coveredSessions(q, missing)}))`;
-      // Not through the index: matching millions of ids against the events' session index costs
-      // ten times the read (11 s against 0.9 s for 10 M events). A `SETTINGS` clause holds for
-      // this query only (a call's settings would stay on its embedded connection).
-      const rows = await ch.query<Row & { day: number }>(
-        `SELECT * FROM (${byEventValue(q, siteId, common, parameter, covered, true)})
+    // Not through the index: matching millions of ids against the events' session index costs
+    // ten times the read (11 s against 0.9 s for 10 M events). A `SETTINGS` clause holds for
+    // this query only (a call's settings would stay on its embedded connection).
+    const rows = await ch.query<Row & { day: number }>(
+      `SELECT * FROM (${byEventValue(q, siteId, common, parameter, covered, true)})
        SETTINGS use_index_for_in_with_subqueries = 0`,
-        q.values,
-      );
-      return countsByDay(rows);
-    },
-    { names: true },
-  );
+      q.values,
+    );
+    return countsByDay(rows);
+  };
+  // With the stored values' hashes, which name the live sessions' values (eventValueRows).
+  return summarizedDays(ch, siteId, common, parameter, settled, build, { names: true });
 }
 
 /**
