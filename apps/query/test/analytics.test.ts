@@ -6,6 +6,7 @@ import {
   METRIC_PARAMETERS,
   type StoredEvent,
 } from '@trackhouse/clickhouse';
+import { uuidv7 } from '@trackhouse/core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createQueryHarness, type QueryHarness } from './harness';
 import { f, full, query } from './params';
@@ -396,6 +397,80 @@ describe('users list where one visitor holds the latest sessions', () => {
         data: expected.slice(Number(page) - 1, Number(page)),
         totalCount: expected.length,
       });
+    }
+  });
+});
+
+describe('users list of a range reaching now', () => {
+  it("gives each visitor the range's latest identified id, whether its latest of all time lies in, before or after the range", async () => {
+    const t = await h.tenant();
+    const now = Date.now();
+    const [template] = generateEvents({ siteId: t.siteId, events: 1, days: 1, end: new Date(now), seed: 41 });
+    const hour = 3_600_000;
+    const at = (ms: number) => new Date(ms).toISOString().replace('T', ' ').slice(0, 23);
+    // One session per run of events (ids of its first event's time), each event an id of its own.
+    const run = (user: string, steps: [ms: number, identified: string][]): StoredEvent[] => {
+      const sessionId = uuidv7(steps[0]![0]);
+      return steps.map(([ms, identified], i) => ({
+        ...template!,
+        user_id: user,
+        session_id: sessionId,
+        event_id: uuidv7(ms),
+        timestamp: at(ms),
+        type: 'pageview',
+        pathname: `/p${i}`,
+        identified_user_id: identified,
+      }));
+    };
+    const tie = now - 20 * hour;
+    const stored = [
+      // Identified only before the range: none in it.
+      ...run('00000000000000a1', [[now - 5 * 24 * hour, 'a-before']]),
+      ...run('00000000000000a1', [
+        [now - 30 * hour, ''],
+        [now - 29 * hour, ''],
+      ]),
+      // Two ids in range: the later.
+      ...run('00000000000000b2', [
+        [now - 40 * hour, 'b-first'],
+        [now - 10 * hour, 'b-second'],
+      ]),
+      // An id in range, another after the range's end (an event dated ahead): the one in range.
+      ...run('00000000000000c3', [[now - 8 * hour, 'c-in-range']]),
+      ...run('00000000000000c3', [[now + 3 * 24 * hour, 'c-after']]),
+      // Two ids in one millisecond: the later event id.
+      ...run('00000000000000d4', [
+        [tie, 'd-one'],
+        [tie, 'd-two'],
+      ]),
+      // Never identified.
+      ...run('00000000000000e5', [[now - 2 * hour, '']]),
+      // Identified, then anonymous events later in range.
+      ...run('00000000000000f6', [
+        [now - 12 * hour, 'f-only'],
+        [now - 3 * hour, ''],
+      ]),
+    ];
+    await insertEvents(h.ch, stored);
+    const day = (ms: number) => new Date(ms).toISOString().slice(0, 10);
+    const range = { startDate: day(now - 2 * 24 * hour), endDate: day(now), timeZone: 'UTC' };
+    const selection = ref.selection(stored, t.siteId, full(range));
+    const expected = ref.users(selection, 'last_seen', 'desc');
+    // The cases as the reference answers them.
+    expect(Object.fromEntries(expected.map((u) => [u.user_id, u.identified_user_id]))).toEqual({
+      '00000000000000a1': '',
+      '00000000000000b2': 'b-second',
+      '00000000000000c3': 'c-in-range',
+      '00000000000000d4': expect.stringMatching(/^d-(one|two)$/),
+      '00000000000000e5': '',
+      '00000000000000f6': 'f-only',
+    });
+    for (const json of [h.json, eventsOnly]) {
+      const res = await json<{ data: unknown[]; totalCount: number }>(
+        `/api/sites/${t.siteId}/users?${query(range, { sort: 'last_seen', order: 'desc', limit: '10' })}`,
+        { key: t.key },
+      );
+      expect(res.body).toEqual({ data: expected, totalCount: expected.length });
     }
   });
 });
