@@ -3,6 +3,7 @@ import {
   type ClickHouse,
   type GoalDefinition,
   mergeVisitorDays,
+  mergeVisitorHours,
 } from '@trackhouse/clickhouse';
 import type { Config, Logger } from '@trackhouse/core';
 import { listFunnels, listGoals, listSites, type Pool } from '@trackhouse/postgres';
@@ -30,7 +31,8 @@ const ALL_SITES = 0;
  * building a week of them while it waits: every site at start and every SUMMARIES_INTERVAL_S
  * seconds (0: never), and a site again when its goals or saved funnels change. One site at a
  * time, one read at a time, so the service's other reads keep the rest of the query pool. Each
- * run over every site first merges the recent windows of `visitor_days` (mergeVisitorDays).
+ * run over every site first merges the recent windows of `visitor_days` and days of
+ * `visitor_hours` (mergeVisitorDays, mergeVisitorHours).
  */
 export class SummaryBuilder {
   private readonly queue = new Set<number>();
@@ -125,14 +127,22 @@ export class SummaryBuilder {
     }
   }
 
-  /** The recent windows of `visitor_days` merged, one part each (mergeVisitorDays), at every run. */
+  /**
+   * The recent windows of `visitor_days` and days of `visitor_hours` merged, one part each
+   * (mergeVisitorDays, mergeVisitorHours), at every run.
+   */
   private async mergeWindows(): Promise<void> {
     try {
       const merged = await mergeVisitorDays(this.ch, this.deps.settings.SUMMARIES_DAYS);
       if (merged > 0) this.deps.log.info({ partitions: merged }, 'visitor days merged');
+      const hours = await mergeVisitorHours(this.ch, this.deps.settings.SUMMARIES_DAYS);
+      if (hours > 0) this.deps.log.info({ partitions: hours }, 'visitor hours merged');
     } catch (err) {
       this.failures.inc();
-      this.deps.log.warn({ err }, 'summaries: merging the visitor days failed (retried at the next run)');
+      this.deps.log.warn(
+        { err },
+        'summaries: merging the visitor days or hours failed (retried at the next run)',
+      );
     }
   }
 

@@ -260,6 +260,7 @@ describe('sites', () => {
       'visitor_days',
       'user_activity',
       'visitor_quarters',
+      'visitor_hours',
     ];
     for (const table of derived) expect(await count(t.siteId, table), table).toBeGreaterThan(0);
     const res = await h.json(`/api/sites/${t.siteId}`, { key: t.key, method: 'DELETE' });

@@ -117,6 +117,17 @@ const splitWindows = async () =>
     )
   ).map((r) => r.partition);
 
+const splitDays = async () =>
+  (
+    await h.ch.query<{ partition: string }>(
+      `SELECT partition_id AS partition FROM system.parts
+       WHERE database = currentDatabase() AND table = 'visitor_hours' AND active
+         AND toUInt32(partition_id) >= {first:UInt32}
+       GROUP BY partition_id HAVING count() > 1 ORDER BY partition_id`,
+      { first: Math.floor(Date.now() / DAY_MS) - 10 },
+    )
+  ).map((r) => r.partition);
+
 /** Per summarized answer, the parts its stored summaries are of, and for the goals their patterns per part. */
 async function stored() {
   const rows = await h.ch.query<{ parameter: string; part: string; values: string[] }>(
@@ -154,9 +165,20 @@ describe.skipIf(TEST_CLICKHOUSE === 'cluster')('the background builder of summar
         format: 'JSONEachRow',
       });
     expect(await splitWindows()).toContain(String(block));
+    // And a day of `visitor_hours` before today in two parts, merged too; today's is left alone.
+    const today = Math.floor(Date.now() / DAY_MS);
+    for (const day of [today - 2, today])
+      for (const key of ['1', '2'])
+        await h.ch.writer.insert({
+          table: 'visitor_hours',
+          values: [{ site_id: 4_000_000_000, day, user_key: key, hours: 1 }],
+          format: 'JSONEachRow',
+        });
+    expect(await splitDays()).toEqual([String(today - 2), String(today)]);
     builder.start();
     await builder.idle();
     expect(await splitWindows()).toEqual([]);
+    expect(await splitDays()).toEqual([String(today)]);
     const parts = await dataParts();
     expect(new Set(parts.map((p) => p.table)).size).toBe(3);
     const held = await stored();

@@ -299,4 +299,28 @@ describe('distinct visitors from the days they have events on', () => {
       stored,
     });
   });
+  // The backfill writes a part per UTC day of every site's rows, twice: a longer time allowed.
+  it("stores by visitor_hours' backfill what its view stores, and running it again changes nothing", async () => {
+    const stored = () =>
+      h.ch.query<{ day: number; key: string; hours: number }>(
+        `SELECT day, toString(user_key) AS key, groupBitOr(hours) AS hours FROM visitor_hours
+         WHERE site_id = {s:UInt32} GROUP BY day, user_key ORDER BY day, user_key`,
+        { s: tenant.siteId },
+      );
+    // One row per visitor and UTC day of its events, its hours as bits, as the reference has them.
+    const expected = new Map<string, number>();
+    for (const e of events) {
+      const ms = Date.parse(`${e.timestamp.replace(' ', 'T')}Z`);
+      const at = `${Math.floor(ms / 86_400_000)} ${BigInt(`0x${e.user_id}`)}`;
+      expected.set(at, ((expected.get(at) ?? 0) | (1 << Math.floor((ms % 86_400_000) / 3_600_000))) >>> 0);
+    }
+    const rows = (await stored()).map((r) => `${r.day} ${r.key} ${r.hours}`);
+    expect(rows.sort()).toEqual([...expected].map(([at, hours]) => `${at} ${hours}`).sort());
+    await expectBackfillAsView(h.ch, {
+      migration: '0017',
+      table: 'visitor_hours',
+      siteId: tenant.siteId,
+      stored,
+    });
+  }, 90_000);
 });

@@ -181,6 +181,7 @@ const SITE_TABLES = [
   'visitor_days',
   'user_activity',
   'visitor_quarters',
+  'visitor_hours',
   'session_pages',
   'session_pages_builds',
 ];

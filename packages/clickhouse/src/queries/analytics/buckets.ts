@@ -12,6 +12,8 @@ import {
   type BucketRange,
   bucketOfQuarter,
   bucketVisitors,
+  hourBuckets,
+  hourBucketVisitors,
   liveQuarters,
   quarterDays,
   quartersApply,
@@ -270,7 +272,8 @@ async function rollupBuckets(
  * BucketCounts of an unfiltered range whose buckets are runs of whole quarter hours
  * (quartersApply), added up per quarter hour: the settled days whose sessions lie in the range
  * from their summaries, the other days' sessions from their keys in `session_paths`, and every
- * bucket's visitors from `visitor_quarters` (quarters.ts).
+ * bucket's visitors from `visitor_hours` where the buckets are whole UTC hours within one UTC
+ * day (hours in most zones), else from `visitor_quarters` (quarters.ts).
  */
 async function quarterBuckets(
   ch: ClickHouse,
@@ -283,9 +286,12 @@ async function quarterBuckets(
   // engine too, on another read connection, docs/decisions.md). Its failure is taken where it
   // is awaited (a handler attached now keeps it from counting as unhandled if another fails
   // first).
-  const visitors = bucketVisitors(ch, siteId, range, (p, t) =>
-    BUCKET_START[bucket](t, p.bind('String', common.timeZone)),
-  );
+  // Buckets of whole UTC hours within one UTC day count their visitors as rows of
+  // `visitor_hours`; others from the quarter hours.
+  const hours = hourBuckets(range);
+  const visitors = hours
+    ? readRollup(ch, (settled) => hourBucketVisitors(ch, siteId, hours, settled), 'visitor_hours')
+    : bucketVisitors(ch, siteId, range, (p, t) => BUCKET_START[bucket](t, p.bind('String', common.timeZone)));
   visitors.catch(() => {});
   const quarters = await readRollup(
     ch,

@@ -1,7 +1,7 @@
 import type { ClickHouse } from '../../client';
 import { type CommonParams, Params } from '../builder';
 import { keyInRange, keyMs, pathRows } from './paths';
-import type { Settled } from './rollup';
+import { fromRollup, type Settled } from './rollup';
 import {
   addCounts,
   emptyCounts,
@@ -91,6 +91,82 @@ export async function bucketVisitors(
     p.values,
   );
   return new Map(rows.map((r) => [Number(r.b), Number(r.users)]));
+}
+
+const HOUR_S = 3600;
+const DAY_S = 86_400;
+
+/** A bucket's start and its hours in range: their UTC day (days since 1970) and their bits in it. */
+export interface HourBucket {
+  start: number;
+  day: number;
+  hours: number;
+}
+
+/**
+ * The buckets of a closed range as runs of whole UTC hours within one UTC day each (an hour in a
+ * zone whose offsets are whole hours, a day in UTC), clipped to the range; undefined when they
+ * are not (a day in another zone, a week, a month, a zone half an hour off).
+ */
+export function hourBuckets(range: BucketRange): HourBucket[] | undefined {
+  if (![range.from, range.to, ...range.starts].every((s) => s % HOUR_S === 0)) return undefined;
+  const buckets: HourBucket[] = [];
+  for (let i = 0; i < range.starts.length; i++) {
+    const a = Math.max(range.starts[i]!, range.from);
+    const b = Math.min(range.starts[i + 1] ?? range.to, range.to);
+    if (a >= b) continue;
+    const day = Math.floor(a / DAY_S);
+    if (Math.floor((b - 1) / DAY_S) !== day) return undefined;
+    let hours = 0;
+    for (let t = a; t < b; t += HOUR_S) hours |= 1 << ((t - day * DAY_S) / HOUR_S);
+    buckets.push({ start: range.starts[i]!, day, hours: hours >>> 0 });
+  }
+  return buckets;
+}
+
+/**
+ * Distinct visitors per bucket (start, epoch seconds) of hourBuckets, from `visitor_hours`
+ * (migration 0017): one row per visitor and UTC day with its hours as bits, each visitor once in
+ * a day's rows (settled parts as they are, the rest merged: readRollup gives `settled`). A
+ * bucket's visitors are the rows of its day whose bits meet its hours: rows counted, no key
+ * hashed (the rows grouped by their bits first, a few thousand a day). Buckets across a UTC
+ * midnight are left to the quarter hours: their visitors of both days would be a distinct count
+ * again, which took longer here than over the quarter hours (60 against 45 ms at 10 M events).
+ */
+export async function hourBucketVisitors(
+  ch: ClickHouse,
+  siteId: number,
+  buckets: HourBucket[],
+  settled: Settled | undefined,
+): Promise<Map<number, number>> {
+  if (buckets.length === 0) return new Map();
+  const d0 = Math.min(...buckets.map((b) => b.day));
+  const width = Math.max(...buckets.map((b) => b.day)) - d0 + 1;
+  const hoursOf: number[][] = Array.from({ length: width }, () => []);
+  for (const { day, hours } of buckets) hoursOf[day - d0]!.push(hours);
+  const p = new Params();
+  const first = p.bind('UInt32', d0);
+  const rows = fromRollup(
+    p,
+    `site_id = ${p.bind('UInt32', siteId)} AND day >= ${first} AND day < ${first} + ${p.bind('UInt32', width)}`,
+    () => 'day, hours',
+    settled,
+    'visitor_hours',
+  );
+  const counted = await ch.query<{ d: number; h: number; users: number }>(
+    `SELECT d, h, sum(n) AS users FROM (
+       SELECT day AS d, hours AS bits, count() AS n FROM (${rows}) GROUP BY d, bits)
+     ARRAY JOIN arrayFilter(h -> bitAnd(bits, h) != 0, ${p.bind('Array(Array(UInt32))', hoursOf)}[d - ${first} + 1]) AS h
+     GROUP BY d, h`,
+    p.values,
+  );
+  const users = new Map(counted.map((r) => [`${r.d} ${r.h}`, Number(r.users)]));
+  const visitors = new Map<number, number>();
+  for (const { start, day, hours } of buckets) {
+    const n = users.get(`${day} ${hours}`) ?? 0;
+    if (n > 0) visitors.set(start, n);
+  }
+  return visitors;
 }
 
 /**

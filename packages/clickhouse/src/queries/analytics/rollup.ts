@@ -116,9 +116,10 @@ export function matchedSessions(
 
 /**
  * The per-session rollups partitioned by the UTC day a session began (and read through
- * `readRollup`); `sessions` serves the goal list.
+ * `readRollup`); `sessions` serves the goal list. `visitor_hours` (one row per visitor and UTC
+ * day, partitioned by that day) is read the same way.
  */
-export type SessionRollup = 'session_facts' | 'session_paths' | 'sessions';
+export type SessionRollup = 'session_facts' | 'session_paths' | 'sessions' | 'visitor_hours';
 
 /**
  * The parts of a per-session rollup that are alone in their partition, by partition: such a part

@@ -153,6 +153,30 @@ export async function mergeVisitorDays(ch: ClickHouse, days: number, now = new D
 }
 
 /**
+ * Merges each partition of `visitor_hours` of the last `days` UTC days before today that has
+ * more than one part into one (read without FINAL then): the engine does so an hour after a
+ * day's last insert, this sooner after a backfill or late events. Returns how many it merged.
+ * Not on a cluster (parts are per shard there; every read merges).
+ */
+export async function mergeVisitorHours(ch: ClickHouse, days: number, now = new Date()): Promise<number> {
+  if (ch.cluster) return 0;
+  const today = Math.floor(now.getTime() / DAY_MS);
+  const split = await ch.query<{ partition: string }>(
+    `SELECT partition_id AS partition FROM system.parts
+     WHERE database = currentDatabase() AND table = 'visitor_hours' AND active
+       AND toUInt32OrZero(partition_id) >= {first:UInt32} AND toUInt32OrZero(partition_id) < {today:UInt32}
+     GROUP BY partition_id HAVING count() > 1`,
+    { first: Math.max(today - days, 0), today },
+  );
+  for (const { partition } of split) {
+    // The engine takes no parameter in a partition clause: the id, a number, is written inline.
+    if (!/^\d+$/.test(partition)) continue;
+    await ch.command(`OPTIMIZE TABLE visitor_hours PARTITION ID '${partition}' FINAL`);
+  }
+  return split.length;
+}
+
+/**
  * A condition on `visitor_days` rows: the row's bits meet the days from `firstDay` to `endDay`
  * (excluded; SQL expressions of days since 1970, `firstDay < endDay`), the whole UTC days of a
  * range of `localDays` calendar days. Windows start every 32 days and span 64, so every other
