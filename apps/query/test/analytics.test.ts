@@ -355,6 +355,68 @@ describe('buckets of whole quarter hours (summaries per quarter hour, visitors b
   );
 });
 
+describe('day buckets across UTC midnights', () => {
+  it('keep the counts of settled days, and count a day again once a late event or a merge changes its part', async () => {
+    const t = await h.tenant();
+    const stored = [
+      ...generateEvents({
+        siteId: t.siteId,
+        events: 1500,
+        days: 6,
+        end: new Date('2026-07-10T12:00:00Z'),
+        seed: 51,
+      }),
+    ];
+    await insertEvents(h.ch, stored);
+    // Each day of `visitor_hours` one part alone (on a cluster parts are per shard: never kept).
+    const merge = () =>
+      h.ch.cluster ? Promise.resolve() : h.ch.command('OPTIMIZE TABLE visitor_hours FINAL');
+    await merge();
+    const range = { startDate: '2026-07-05', endDate: '2026-07-10', timeZone: 'Europe/Berlin' };
+    const kept = async () =>
+      Number(
+        (
+          await h.ch.query<{ n: number }>(
+            'SELECT count() AS n FROM bucket_visitors WHERE site_id = {s:UInt32}',
+            {
+              s: t.siteId,
+            },
+          )
+        )[0]?.n ?? 0,
+      );
+    const expectBuckets = async (events: StoredEvent[]) => {
+      const res = await h.json<{ data: unknown[] }>(
+        `/api/sites/${t.siteId}/overview-bucketed?${query(range, { bucket: 'day' })}`,
+        { key: t.key },
+      );
+      expect(res.body.data).toEqual(
+        ref.overviewBucketed(ref.selection(events, t.siteId, full(range)), full(range), 'day', Date.now()),
+      );
+    };
+    await expectBuckets(stored);
+    const first = await kept();
+    if (!h.ch.cluster) expect(first).toBeGreaterThanOrEqual(5);
+    // Read again from what was kept: nothing more kept.
+    await expectBuckets(stored);
+    expect(await kept()).toBe(first);
+    // A new visitor's late event at 23:30 UTC on July 7 (Berlin's July 8): its day gains a part.
+    const ms = Date.parse('2026-07-07T23:30:00Z');
+    const late: StoredEvent = {
+      ...stored[0]!,
+      user_id: '00000000000bee01',
+      session_id: uuidv7(ms),
+      event_id: uuidv7(ms),
+      timestamp: '2026-07-07 23:30:00.000',
+    };
+    await insertEvents(h.ch, [late]);
+    await expectBuckets([...stored, late]);
+    // Merged again: a new part, whose buckets are counted again and kept.
+    await merge();
+    await expectBuckets([...stored, late]);
+    if (!h.ch.cluster) expect(await kept()).toBeGreaterThan(first);
+  });
+});
+
 describe('users list where one visitor holds the latest sessions', () => {
   it('ranks every visitor when the leading sessions hold too few of them', async () => {
     // The 150 sessions ending last all belong to one visitor: the first page by last_seen is that

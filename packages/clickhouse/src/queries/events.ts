@@ -182,6 +182,7 @@ const SITE_TABLES = [
   'user_activity',
   'visitor_quarters',
   'visitor_hours',
+  'bucket_visitors',
   'session_pages',
   'session_pages_builds',
 ];

@@ -14,6 +14,7 @@ import {
   bucketVisitors,
   hourBuckets,
   hourBucketVisitors,
+  keepBucketVisitors,
   liveQuarters,
   quarterDays,
   quartersApply,
@@ -272,8 +273,9 @@ async function rollupBuckets(
  * BucketCounts of an unfiltered range whose buckets are runs of whole quarter hours
  * (quartersApply), added up per quarter hour: the settled days whose sessions lie in the range
  * from their summaries, the other days' sessions from their keys in `session_paths`, and every
- * bucket's visitors from `visitor_hours` where the buckets are whole UTC hours within one UTC
- * day (hours in most zones), else from `visitor_quarters` (quarters.ts).
+ * bucket's visitors from `visitor_hours` where the buckets are whole UTC hours within a UTC
+ * day or across one midnight (hours and days in most zones), else from `visitor_quarters`
+ * (quarters.ts).
  */
 async function quarterBuckets(
   ch: ClickHouse,
@@ -286,12 +288,21 @@ async function quarterBuckets(
   // engine too, on another read connection, docs/decisions.md). Its failure is taken where it
   // is awaited (a handler attached now keeps it from counting as unhandled if another fails
   // first).
-  // Buckets of whole UTC hours within one UTC day count their visitors as rows of
-  // `visitor_hours`; others from the quarter hours.
+  // Buckets of whole UTC hours within a UTC day or across one midnight count their visitors as
+  // rows of `visitor_hours` (those across a midnight not on a cluster); others from the quarter
+  // hours. Counts of buckets across a midnight are kept for the next reads.
   const hours = hourBuckets(range);
-  const visitors = hours
-    ? readRollup(ch, (settled) => hourBucketVisitors(ch, siteId, hours, settled), 'visitor_hours')
-    : bucketVisitors(ch, siteId, range, (p, t) => BUCKET_START[bucket](t, p.bind('String', common.timeZone)));
+  const visitors =
+    hours && !(ch.cluster && hours.some((b) => b.segments.length === 2))
+      ? readRollup(ch, (settled) => hourBucketVisitors(ch, siteId, hours, settled), 'visitor_hours').then(
+          async ({ visitors, fresh }) => {
+            await keepBucketVisitors(ch, fresh).catch(() => {});
+            return visitors;
+          },
+        )
+      : bucketVisitors(ch, siteId, range, (p, t) =>
+          BUCKET_START[bucket](t, p.bind('String', common.timeZone)),
+        );
   visitors.catch(() => {});
   const quarters = await readRollup(
     ch,
