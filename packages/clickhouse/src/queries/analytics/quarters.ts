@@ -151,9 +151,10 @@ export interface BucketVisitorsRow {
  * counted, no key hashed (the rows grouped by their bits first, a few thousand a day). One
  * across a UTC midnight has those of both days less the visitors of both (|A ∪ B| = |A| + |B| −
  * |A ∩ B|, one side's keys a set the other's rows are tested against): dearer than a distinct
- * count over the quarter hours, so its count is kept (`bucket_visitors`, 0018) once both days
- * are settled, and read again while their parts are the same; `fresh` are the counts to keep.
- * Not on a cluster for buckets across a midnight (a visitor's two days may lie on two shards).
+ * count over the quarter hours. A bucket's count is a number of its days' parts: once they are
+ * settled it is kept (`bucket_visitors`, 0018) and read again while they are the same, so a
+ * read counts only the buckets of days still changing; `fresh` are the counts to keep. Not on
+ * a cluster for buckets across a midnight (a visitor's two days may lie on two shards).
  */
 export async function hourBucketVisitors(
   ch: ClickHouse,
@@ -163,7 +164,6 @@ export async function hourBucketVisitors(
 ): Promise<{ visitors: Map<number, number>; fresh: BucketVisitorsRow[] }> {
   const partOf = new Map((settled?.partitions ?? []).map((d, i) => [d, settled!.parts[i]!]));
   const keyOf = (b: HourBucket) => {
-    if (b.segments.length !== 2) return undefined;
     const parts = b.segments.map(([day]) => partOf.get(String(day)));
     return parts.every((part) => part !== undefined) ? `${b.from} ${b.to} ${parts.join(' ')}` : undefined;
   };
