@@ -423,6 +423,41 @@ describe('day and hour buckets from the visitors of UTC days', () => {
     await expectBuckets([...stored, late]);
     if (!h.ch.cluster) expect(await kept()).toBeGreaterThan(first);
   });
+  it('keep no count of a day that ended less than an hour ago, still receiving events', async () => {
+    const t = await h.tenant();
+    const end = new Date(Date.now() - 60_000);
+    const stored = [...generateEvents({ siteId: t.siteId, events: 1200, days: 3, end, seed: 52 })];
+    await insertEvents(h.ch, stored);
+    if (!h.ch.cluster) await h.ch.command('OPTIMIZE TABLE visitor_hours FINAL');
+    const day = (ms: number) => new Date(ms).toISOString().slice(0, 10);
+    const range = {
+      startDate: day(end.getTime() - 4 * 86_400_000),
+      endDate: day(end.getTime()),
+      timeZone: 'UTC',
+    };
+    for (const bucket of ['hour', 'day'] as const) {
+      const res = await h.json<{ data: unknown[] }>(
+        `/api/sites/${t.siteId}/overview-bucketed?${query(range, { bucket })}`,
+        { key: t.key },
+      );
+      expect({ bucket, data: res.body.data }).toEqual({
+        bucket,
+        data: ref.overviewBucketed(
+          ref.selection(stored, t.siteId, full(range)),
+          full(range),
+          bucket,
+          Date.now(),
+        ),
+      });
+    }
+    const [row] = await h.ch.query<{ n: number; recent: number }>(
+      `SELECT count() AS n, countIf(end > {recent:UInt32}) AS recent FROM bucket_visitors WHERE site_id = {s:UInt32}`,
+      { s: t.siteId, recent: Math.floor(Date.now() / 1000) - 3600 },
+    );
+    expect(Number(row?.recent)).toBe(0);
+    // The days before, one part each and ended long ago, are kept (on a cluster nothing is).
+    if (!h.ch.cluster) expect(Number(row?.n)).toBeGreaterThan(24);
+  });
 });
 
 describe('users list where one visitor holds the latest sessions', () => {

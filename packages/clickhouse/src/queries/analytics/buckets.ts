@@ -290,7 +290,7 @@ async function quarterBuckets(
   // first).
   // Buckets of whole UTC hours within a UTC day or across one midnight count their visitors as
   // rows of `visitor_hours` (those across a midnight not on a cluster); others from the quarter
-  // hours. Counts of buckets across a midnight are kept for the next reads.
+  // hours. The counts of settled days' buckets are kept for the next reads.
   const hours = hourBuckets(range);
   const visitors =
     hours && !(ch.cluster && hours.some((b) => b.segments.length === 2))

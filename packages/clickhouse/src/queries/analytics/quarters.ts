@@ -95,6 +95,8 @@ export async function bucketVisitors(
 
 const HOUR_S = 3600;
 const DAY_S = 86_400;
+/** How long after a UTC day's end its buckets' counts may be kept (hourBucketVisitors). */
+const KEEP_AFTER_MS = 3_600_000;
 
 /**
  * A bucket (its start) and its hours in range: the instants they span (epoch seconds, `to`
@@ -152,8 +154,9 @@ export interface BucketVisitorsRow {
  * across a UTC midnight has those of both days less the visitors of both (|A ∪ B| = |A| + |B| −
  * |A ∩ B|, one side's keys a set the other's rows are tested against): dearer than a distinct
  * count over the quarter hours. A bucket's count is a number of its days' parts: once they are
- * settled it is kept (`bucket_visitors`, 0018) and read again while they are the same, so a
- * read counts only the buckets of days still changing; `fresh` are the counts to keep. Not on
+ * settled and ended over an hour ago it is kept (`bucket_visitors`, 0018) and read again while
+ * they are the same, so a read counts only the buckets of days still changing (today's);
+ * `fresh` are the counts to keep. Not on
  * a cluster for buckets across a midnight (a visitor's two days may lie on two shards).
  */
 export async function hourBucketVisitors(
@@ -163,7 +166,11 @@ export async function hourBucketVisitors(
   settled: Settled | undefined,
 ): Promise<{ visitors: Map<number, number>; fresh: BucketVisitorsRow[] }> {
   const partOf = new Map((settled?.partitions ?? []).map((d, i) => [d, settled!.parts[i]!]));
+  // Days ended over an hour ago: a day still receiving events, in one part between two
+  // inserts, would be counted and kept again after each of them.
+  const keptBefore = Date.now() - KEEP_AFTER_MS;
   const keyOf = (b: HourBucket) => {
+    if (!b.segments.every(([day]) => (day + 1) * DAY_S * 1000 <= keptBefore)) return undefined;
     const parts = b.segments.map(([day]) => partOf.get(String(day)));
     return parts.every((part) => part !== undefined) ? `${b.from} ${b.to} ${parts.join(' ')}` : undefined;
   };

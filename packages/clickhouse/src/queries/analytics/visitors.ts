@@ -134,22 +134,8 @@ async function wholeDays(
  * many it merged. Not on a cluster (parts are per shard there; every count is distinct).
  */
 export async function mergeVisitorDays(ch: ClickHouse, days: number, now = new Date()): Promise<number> {
-  if (ch.cluster) return 0;
   const today = Math.floor(now.getTime() / DAY_MS);
-  const first = Math.max(Math.floor((today - days) / 32) - 1, 0);
-  const split = await ch.query<{ partition: string }>(
-    `SELECT partition_id AS partition FROM system.parts
-     WHERE database = currentDatabase() AND table = 'visitor_days' AND active
-       AND toUInt32OrZero(partition_id) >= {first:UInt32}
-     GROUP BY partition_id HAVING count() > 1`,
-    { first },
-  );
-  for (const { partition } of split) {
-    // The engine takes no parameter in a partition clause: the id, a number, is written inline.
-    if (!/^\d+$/.test(partition)) continue;
-    await ch.command(`OPTIMIZE TABLE visitor_days PARTITION ID '${partition}' FINAL`);
-  }
-  return split.length;
+  return mergeSplitPartitions(ch, 'visitor_days', Math.max(Math.floor((today - days) / 32) - 1, 0));
 }
 
 /**
@@ -159,19 +145,32 @@ export async function mergeVisitorDays(ch: ClickHouse, days: number, now = new D
  * Not on a cluster (parts are per shard there; every read merges).
  */
 export async function mergeVisitorHours(ch: ClickHouse, days: number, now = new Date()): Promise<number> {
-  if (ch.cluster) return 0;
   const today = Math.floor(now.getTime() / DAY_MS);
+  return mergeSplitPartitions(ch, 'visitor_hours', Math.max(today - days, 0), today);
+}
+
+/**
+ * OPTIMIZE … FINAL of each partition of `table` (partition ids that are numbers, from `first`
+ * and below `below`) in more than one part; how many. Nothing on a cluster.
+ */
+async function mergeSplitPartitions(
+  ch: ClickHouse,
+  table: 'visitor_days' | 'visitor_hours',
+  first: number,
+  below = 2 ** 32 - 1,
+): Promise<number> {
+  if (ch.cluster) return 0;
   const split = await ch.query<{ partition: string }>(
     `SELECT partition_id AS partition FROM system.parts
-     WHERE database = currentDatabase() AND table = 'visitor_hours' AND active
-       AND toUInt32OrZero(partition_id) >= {first:UInt32} AND toUInt32OrZero(partition_id) < {today:UInt32}
+     WHERE database = currentDatabase() AND table = {table:String} AND active
+       AND toUInt32OrZero(partition_id) >= {first:UInt32} AND toUInt32OrZero(partition_id) < {below:UInt32}
      GROUP BY partition_id HAVING count() > 1`,
-    { first: Math.max(today - days, 0), today },
+    { table, first, below },
   );
   for (const { partition } of split) {
     // The engine takes no parameter in a partition clause: the id, a number, is written inline.
     if (!/^\d+$/.test(partition)) continue;
-    await ch.command(`OPTIMIZE TABLE visitor_hours PARTITION ID '${partition}' FINAL`);
+    await ch.command(`OPTIMIZE TABLE ${table} PARTITION ID '${partition}' FINAL`);
   }
   return split.length;
 }
