@@ -356,6 +356,29 @@ describe('buckets of whole quarter hours (summaries per quarter hour, visitors b
 });
 
 describe('day and hour buckets from the visitors of UTC days', () => {
+  /** A site's day and hour buckets of `range` against the reference over `events`. */
+  const expectBuckets = async (
+    t: { siteId: number; key: string },
+    range: Partial<CommonParams>,
+    events: StoredEvent[],
+  ) => {
+    for (const bucket of ['day', 'hour'] as const) {
+      const res = await h.json<{ data: unknown[] }>(
+        `/api/sites/${t.siteId}/overview-bucketed?${query(range, { bucket })}`,
+        { key: t.key },
+      );
+      expect({ bucket, data: res.body.data }).toEqual({
+        bucket,
+        data: ref.overviewBucketed(
+          ref.selection(events, t.siteId, full(range)),
+          full(range),
+          bucket,
+          Date.now(),
+        ),
+      });
+    }
+  };
+
   it('keep the counts of settled days, and count a day again once a late event or a merge changes its part', async () => {
     const t = await h.tenant();
     const stored = [
@@ -384,28 +407,11 @@ describe('day and hour buckets from the visitors of UTC days', () => {
           )
         )[0]?.n ?? 0,
       );
-    const expectBuckets = async (events: StoredEvent[]) => {
-      for (const bucket of ['day', 'hour'] as const) {
-        const res = await h.json<{ data: unknown[] }>(
-          `/api/sites/${t.siteId}/overview-bucketed?${query(range, { bucket })}`,
-          { key: t.key },
-        );
-        expect({ bucket, data: res.body.data }).toEqual({
-          bucket,
-          data: ref.overviewBucketed(
-            ref.selection(events, t.siteId, full(range)),
-            full(range),
-            bucket,
-            Date.now(),
-          ),
-        });
-      }
-    };
-    await expectBuckets(stored);
+    await expectBuckets(t, range, stored);
     const first = await kept();
     if (!h.ch.cluster) expect(first).toBeGreaterThanOrEqual(5 + 5 * 24);
     // Read again from what was kept: nothing more kept.
-    await expectBuckets(stored);
+    await expectBuckets(t, range, stored);
     expect(await kept()).toBe(first);
     // A new visitor's late event at 23:30 UTC on July 7 (Berlin's July 8): its day gains a part.
     const ms = Date.parse('2026-07-07T23:30:00Z');
@@ -417,10 +423,10 @@ describe('day and hour buckets from the visitors of UTC days', () => {
       timestamp: '2026-07-07 23:30:00.000',
     };
     await insertEvents(h.ch, [late]);
-    await expectBuckets([...stored, late]);
+    await expectBuckets(t, range, [...stored, late]);
     // Merged again: a new part, whose buckets are counted again and kept.
     await merge();
-    await expectBuckets([...stored, late]);
+    await expectBuckets(t, range, [...stored, late]);
     if (!h.ch.cluster) expect(await kept()).toBeGreaterThan(first);
   });
   it('keep no count of a day that ended less than an hour ago, still receiving events', async () => {
@@ -435,21 +441,7 @@ describe('day and hour buckets from the visitors of UTC days', () => {
       endDate: day(end.getTime()),
       timeZone: 'UTC',
     };
-    for (const bucket of ['hour', 'day'] as const) {
-      const res = await h.json<{ data: unknown[] }>(
-        `/api/sites/${t.siteId}/overview-bucketed?${query(range, { bucket })}`,
-        { key: t.key },
-      );
-      expect({ bucket, data: res.body.data }).toEqual({
-        bucket,
-        data: ref.overviewBucketed(
-          ref.selection(stored, t.siteId, full(range)),
-          full(range),
-          bucket,
-          Date.now(),
-        ),
-      });
-    }
+    await expectBuckets(t, range, stored);
     const [row] = await h.ch.query<{ n: number; recent: number }>(
       `SELECT count() AS n, countIf(end > {recent:UInt32}) AS recent FROM bucket_visitors WHERE site_id = {s:UInt32}`,
       { s: t.siteId, recent: Math.floor(Date.now() / 1000) - 3600 },
