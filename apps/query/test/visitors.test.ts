@@ -326,6 +326,7 @@ describe('distinct visitors from the days they have events on', () => {
       m.file.startsWith('0017_'),
     );
     const [insert] = planned!.statements.filter((s) => /^INSERT\s/i.test(s));
+    expect(insert).toMatch(/^INSERT\s+INTO\s+visitor_hours\s/i);
     const select = insert!.replace(/^INSERT\s+INTO\s+\w+\s+/i, '').replace(/\sSETTINGS\s[\s\S]*$/i, '');
     const backfilled = await h.ch.query<{ day: number; key: string; hours: number }>(
       `SELECT day, toString(user_key) AS key, groupBitOr(hours) AS hours FROM (${select})

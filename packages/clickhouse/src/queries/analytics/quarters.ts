@@ -169,43 +169,39 @@ export async function hourBucketVisitors(
   // Days ended over an hour ago: a day still receiving events, in one part between two
   // inserts, would be counted and kept again after each of them.
   const keptBefore = Date.now() - KEEP_AFTER_MS;
-  const keyOf = (b: HourBucket) => {
-    if (!b.segments.every(([day]) => (day + 1) * DAY_S * 1000 <= keptBefore)) return undefined;
+  // Each bucket's settled parts (undefined while a day of it may change) and its stored key.
+  const keyed = buckets.map((b) => {
     const parts = b.segments.map(([day]) => partOf.get(String(day)));
-    return parts.every((part) => part !== undefined) ? `${b.from} ${b.to} ${parts.join(' ')}` : undefined;
-  };
-  const keyed = buckets.filter((b) => keyOf(b) !== undefined);
+    const settledDays =
+      b.segments.every(([day]) => (day + 1) * DAY_S * 1000 <= keptBefore) &&
+      parts.every((x) => x !== undefined);
+    return settledDays ? { b, parts: parts.join(' '), key: `${b.from} ${b.to} ${parts.join(' ')}` } : { b };
+  });
   const stored = new Map<string, number>();
-  if (keyed.length > 0) {
+  const starts = keyed.flatMap((k) => (k.key === undefined ? [] : [k.b.from]));
+  if (starts.length > 0) {
     const rows = await ch.query<{ k: string; users: number }>(
       `SELECT concat(toString(start), ' ', toString(end), ' ', parts) AS k, max(users) AS users
        FROM bucket_visitors
        WHERE site_id = {site:UInt32} AND start IN {starts:Array(UInt32)}
        GROUP BY start, end, parts`,
-      { site: siteId, starts: keyed.map((b) => b.from) },
+      { site: siteId, starts },
     );
     for (const r of rows) stored.set(r.k, Number(r.users));
   }
   const counted = await countHourBuckets(
     ch,
     siteId,
-    buckets.filter((b) => !stored.has(keyOf(b) ?? '')),
+    keyed.flatMap((k) => (k.key !== undefined && stored.has(k.key) ? [] : [k.b])),
     settled,
   );
   const visitors = new Map<number, number>();
   const fresh: BucketVisitorsRow[] = [];
-  for (const b of buckets) {
-    const key = keyOf(b);
+  for (const { b, parts, key } of keyed) {
     const kept = key === undefined ? undefined : stored.get(key);
     const n = kept ?? counted.get(b.start) ?? 0;
-    if (key !== undefined && kept === undefined)
-      fresh.push({
-        site_id: siteId,
-        start: b.from,
-        end: b.to,
-        parts: key.split(' ').slice(2).join(' '),
-        users: n,
-      });
+    if (parts !== undefined && kept === undefined)
+      fresh.push({ site_id: siteId, start: b.from, end: b.to, parts, users: n });
     if (n > 0) visitors.set(b.start, n);
   }
   return { visitors, fresh };
