@@ -3,6 +3,7 @@ import {
   compactSessionDays,
   generateEvents,
   insertEvents,
+  LOCAL_SUFFIX,
   METRIC_PARAMETERS,
   type StoredEvent,
 } from '@trackhouse/clickhouse';
@@ -494,6 +495,71 @@ describe('users list where one visitor holds the latest sessions', () => {
         data: expected.slice(Number(page) - 1, Number(page)),
         totalCount: expected.length,
       });
+    }
+  });
+});
+
+describe('sessions whose rows lie in several parts', () => {
+  it("count a session whose later rows, stored apart, carry it past the range's end as crossing it", async () => {
+    // A FINAL read merges a session's rows before testing them: a session whose first rows lie in range and whose later
+    // rows, in another part, lie after it crosses the end, counted over its events in range,
+    // once, whatever its first rows say alone (the rollups' skip indexes once dropped the later
+    // rows' granule, and the session with it).
+    const t = await h.tenant();
+    const [template] = generateEvents({
+      siteId: t.siteId,
+      events: 1,
+      days: 1,
+      end: new Date('2026-05-10T12:00:00Z'),
+      seed: 43,
+    });
+    const at = (iso: string) => new Date(iso).toISOString().replace('T', ' ').slice(0, 23);
+    const event = (user: string, session: string, iso: string, i: number): StoredEvent => ({
+      ...template!,
+      user_id: user,
+      session_id: session,
+      event_id: uuidv7(Date.parse(iso) + i),
+      timestamp: at(iso),
+      type: 'pageview',
+      pathname: `/p${i}`,
+    });
+    const crossing = uuidv7(Date.parse('2026-05-10T23:00:00Z'));
+    const inside = uuidv7(Date.parse('2026-05-10T10:00:00Z'));
+    const first = [
+      event('00000000000000a1', crossing, '2026-05-10T23:00:00Z', 0),
+      event('00000000000000a1', crossing, '2026-05-10T23:20:00Z', 1),
+      event('00000000000000a1', inside, '2026-05-10T10:00:00Z', 2),
+      event('00000000000000b2', uuidv7(Date.parse('2026-05-09T08:00:00Z')), '2026-05-09T08:00:00Z', 3),
+    ];
+    const later = [event('00000000000000a1', crossing, '2026-05-11T00:05:00Z', 4)];
+    const tables = ['session_facts'].map((table) =>
+      h.ch.cluster ? `ON CLUSTER ${h.ch.cluster} ${table}${LOCAL_SUFFIX}` : table,
+    );
+    for (const table of tables) await h.ch.command(`SYSTEM STOP MERGES ${table}`);
+    try {
+      await insertEvents(h.ch, first);
+      await insertEvents(h.ch, later);
+      const stored = [...first, ...later];
+      const range = { startDate: '2026-05-09', endDate: '2026-05-10', timeZone: 'UTC' };
+      const selection = ref.selection(stored, t.siteId, full(range));
+      const users = ref.users(selection, 'last_seen', 'desc');
+      expect(users.map((u) => [u.user_id, u.sessions, u.pageviews])).toEqual([
+        ['00000000000000a1', 2, 3],
+        ['00000000000000b2', 1, 1],
+      ]);
+      const sessions = ref.sessions(selection);
+      for (const json of [h.json, eventsOnly]) {
+        const get = <T>(path: string, extra: Record<string, string> = {}) =>
+          json<T>(`/api/sites/${t.siteId}/${path}?${query(range, extra)}`, { key: t.key });
+        expect((await get('overview')).body).toEqual({ data: ref.overview(selection) });
+        expect((await get('sessions')).body).toEqual({ data: sessions, totalCount: sessions.length });
+        expect((await get('users', { sort: 'last_seen', order: 'desc' })).body).toEqual({
+          data: users,
+          totalCount: users.length,
+        });
+      }
+    } finally {
+      for (const table of tables) await h.ch.command(`SYSTEM START MERGES ${table}`);
     }
   });
 });

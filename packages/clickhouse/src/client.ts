@@ -22,6 +22,11 @@ export const NORMALIZED_SETTINGS: Readonly<ClickHouseSettings> = {
   // The embedded engine keeps a call's settings on its connection: without this, an insert
   // that names no token would reuse the previous insert's and be dropped as its replay.
   insert_deduplication_token: '',
+  // A FINAL read must merge every row of a key before testing its aggregated columns: the
+  // engine's skip indexes (the rollups' minmax of session_start and session_end) would drop a
+  // part's granule whose row alone fails the condition though the merged row passes (a session
+  // whose late rows carry it past the range's end was missed as crossing it).
+  use_skip_indexes_if_final: 0,
 };
 
 /**
