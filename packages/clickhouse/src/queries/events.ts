@@ -183,6 +183,7 @@ const SITE_TABLES = [
   'visitor_quarters',
   'visitor_hours',
   'bucket_visitors',
+  'visitor_sessions',
   'session_pages',
   'session_pages_builds',
 ];

@@ -172,10 +172,8 @@ export async function readRollup<T>(
 /**
  * Rows of a per-session rollup matching `where`, each session once: the settled parts as they
  * are, the other partitions merged (FINAL). `select(final)` gives the columns for either.
- * `prewhere`, a cheap condition that drops most rows, is read first where the parts are settled;
- * under FINAL it must wait for the merge (a session's rows are only whole once merged), unless
- * `everyRow`: it holds of all of a session's rows or of none (a column they all share, as
- * `user_key`: a session has one visitor), so a row it drops takes its whole session with it.
+ * `prewhere`, a cheap condition that drops most rows, is read first where the parts are settled
+ * (under FINAL it must wait for the merge: a session's rows are only whole once merged).
  */
 export function fromRollup(
   p: Params,
@@ -184,16 +182,14 @@ export function fromRollup(
   settled?: Settled,
   table: SessionRollup = 'session_facts',
   prewhere?: string,
-  everyRow = false,
 ): string {
   const condition = typeof where === 'string' ? () => where : where;
-  const merged = prewhere && !everyRow ? `${condition(true)} AND ${prewhere}` : condition(true);
-  const before = (final: boolean) => (prewhere && (everyRow || !final) ? ` PREWHERE ${prewhere}` : '');
-  if (!settled) return `SELECT ${select(true)} FROM ${table} FINAL${before(true)} WHERE ${merged}`;
-  return `SELECT ${select(false)} FROM ${table}${before(false)}
+  const merged = prewhere ? `${condition(true)} AND ${prewhere}` : condition(true);
+  if (!settled) return `SELECT ${select(true)} FROM ${table} FINAL WHERE ${merged}`;
+  return `SELECT ${select(false)} FROM ${table}${prewhere ? ` PREWHERE ${prewhere}` : ''}
      WHERE ${condition(false)} AND _part IN ${p.bind('Array(String)', settled.parts)}
    UNION ALL
-   SELECT ${select(true)} FROM ${table} FINAL${before(true)}
+   SELECT ${select(true)} FROM ${table} FINAL
      WHERE ${merged} AND _partition_id NOT IN ${p.bind('Array(String)', settled.partitions)}`;
 }
 
@@ -257,32 +253,87 @@ export async function rollupSessionRows(
   const unsure = withUnsure
     ? (edges.unsure ?? (await unsureSessions(ch, siteId, common, settled, only, restrict)))
     : undefined;
-  // A few visitors' sessions are found by their keys first (PREWHERE): their sessions lie all
-  // over the range, so no granule is skipped, but the other columns are then read for those
-  // rows alone (a list of 25 visitors, unfiltered, 8 % less at 10 M events, docs/benchmarks.md);
-  // in the partitions merged at read too, before the merge (a session has one visitor).
-  const byVisitor = only && 'users' in only ? onlyCondition(p, only) : undefined;
-  const inside = insideRange(p, siteId, common, byVisitor ? undefined : only, restrict);
-  const passes = byRow ? rowFilterCondition(p, siteId, common) : undefined;
-  // The unsure sessions are left to their events.
-  const sure =
-    unsure && unsure.ids.length > 0 ? ` AND session_id NOT IN ${p.bind('Array(UUID)', unsure.ids)}` : '';
-  const rolled = fromRollup(
-    p,
-    passes ? (final) => `${inside} AND ${passes(final)}${sure}` : inside,
-    (final) =>
-      ['session_id', ...fields.map((f) => `${SESSION_ROW_FIELDS[f].rollup(final)} AS s_${f}`)].join(', '),
-    settled,
-    'session_facts',
-    byVisitor,
-    true,
-  );
+  const select = (final: boolean) =>
+    ['session_id', ...fields.map((f) => `${SESSION_ROW_FIELDS[f].rollup(final)} AS s_${f}`)].join(', ');
   const computed = computedSessions(edges, unsure);
+  const rolled =
+    byVisitorRows(p, siteId, common, fields, only, restrict, byRow, select) ??
+    factRows(p, siteId, common, select, settled, { only, restrict, byRow, unsure });
   const rows =
     computed.ids.length === 0 ? rolled : crossingRows(p, siteId, common, fields, computed, rolled, byRow);
   if (common.filters.length === 0 || byRow) return rows;
   return `SELECT * FROM (${rows}) AS s
   INNER JOIN (${matchedSessions(p, siteId, common, matching?.(p), matched, matchedFrom)}) AS m USING session_id`;
+}
+
+/**
+ * The rows of `session_facts` of the sessions lying inside the range (of `only`, narrowed by
+ * `restrict`), with `byRow` those whose rows pass the filters, the unsure ones left out (computed
+ * from their events).
+ */
+function factRows(
+  p: Params,
+  siteId: number,
+  common: CommonParams,
+  select: (final: boolean) => string,
+  settled: Settled | undefined,
+  {
+    only,
+    restrict,
+    byRow,
+    unsure,
+  }: { only?: Only; restrict?: (p: Params) => string; byRow: boolean; unsure: Unsure | undefined },
+): string {
+  const inside = insideRange(p, siteId, common, only, restrict);
+  const passes = byRow ? rowFilterCondition(p, siteId, common) : undefined;
+  // The unsure sessions are left to their events.
+  const sure =
+    unsure && unsure.ids.length > 0 ? ` AND session_id NOT IN ${p.bind('Array(UUID)', unsure.ids)}` : '';
+  return fromRollup(
+    p,
+    passes ? (final) => `${inside} AND ${passes(final)}${sure}` : inside,
+    select,
+    settled,
+    'session_facts',
+  );
+}
+
+/**
+ * The fields `visitor_sessions` (0019) holds, under the column names of `session_facts`.
+ */
+const VISITOR_SESSION_FIELDS = new Set<SessionRowField>([
+  'user_key',
+  'start',
+  'end',
+  'pageviews',
+  'events',
+  'ms',
+  'identified',
+]);
+
+/**
+ * A few visitors' sessions lying inside the range, read by key from `visitor_sessions` (0019),
+ * where `session_facts` has them in most granules (every column then read whole: the 25 latest
+ * visitors of the 10 M-event bench have about 3,000 sessions): when `only` lists visitors, the
+ * fields are all there, and no `restrict` or filters tested on the rows ask for other columns.
+ * Their rows are merged at read. Undefined otherwise.
+ */
+function byVisitorRows(
+  p: Params,
+  siteId: number,
+  common: CommonParams,
+  fields: SessionRowField[],
+  only: Only | undefined,
+  restrict: ((p: Params) => string) | undefined,
+  byRow: boolean,
+  select: (final: boolean) => string,
+): string | undefined {
+  if (!only || !('users' in only) || restrict || byRow || !fields.every((f) => VISITOR_SESSION_FIELDS.has(f)))
+    return undefined;
+  // The visitors' keys first: a sorting key column, shared by the rows a merge folds together,
+  // so only their rows are merged (testing them after the merge took 200 against 30 ms).
+  return `SELECT ${select(true)} FROM visitor_sessions FINAL PREWHERE ${onlyCondition(p, only)}
+  WHERE ${insideRange(p, siteId, common)}`;
 }
 
 /** Sessions lying wholly inside the range (of `only`, narrowed by `restrict`), as a condition on rollup rows. */

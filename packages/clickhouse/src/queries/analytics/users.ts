@@ -1,6 +1,6 @@
 import { toIso } from '@trackhouse/core';
 import type { ClickHouse } from '../../client';
-import { type CommonParams, nextDay, Params, rangeBounds, whereClause } from '../builder';
+import { type CommonParams, Params, rangeBounds, whereClause } from '../builder';
 import {
   crossingSessions,
   type Edges,
@@ -424,11 +424,9 @@ async function visitorsPage(
 
 /**
  * The unfiltered users list from the session rollup: visitors ranked over their counted
- * sessions (2–5 times fewer rows than their events, visitorsPage), the listed ones' counts
- * read again over their own sessions (countedVisitors) and their latest identified ids beside
- * from their activity rows where the range may reach now (identifiedInRange; else with the
- * counts), then their latest events read by their exact times (`last_seen`), which the sort key
- * of `events` finds at once.
+ * sessions (2–5 times fewer rows than their events, visitorsPage), the listed ones' counts and
+ * latest identified ids read again over their own sessions (countedVisitors), then their latest
+ * events read by their exact times (`last_seen`), which the sort key of `events` finds at once.
  */
 async function listUsersFromSessions(
   ch: ClickHouse,
@@ -465,24 +463,7 @@ async function listUsersFromSessions(
     );
     const ids = keys.map(userIdOfKey);
     if (ids.length === 0) return { rows: [], total };
-    // The listed visitors' latest identified ids from their activity rows, beside the read of
-    // their sessions, which then leaves the sessions' identified ids out (about a third of its
-    // time at 10 M events); those whose latest identified event lies after the range are read
-    // from their sessions after all.
-    const identified = rangeMayReachNow(common) ? identifiedInRange(ch, siteId, common, ids) : undefined;
-    identified?.catch(() => {});
-    const theirs = (users: string[], withIdentified: boolean) =>
-      countedVisitors(ch, siteId, common, settled, edges, users, withIdentified);
-    const counted = await theirs(ids, identified === undefined);
-    if (identified) {
-      const known = await identified;
-      const later = ids.filter((id) => known.get(id) === undefined);
-      const fromSessions = new Map(
-        (later.length > 0 ? await theirs(later, true) : []).map((r) => [r.k, r.u_identified_user_id]),
-      );
-      for (const r of counted)
-        r.u_identified_user_id = known.get(userIdOfKey(r.k)) ?? fromSessions.get(r.k) ?? '';
-    }
+    const counted = await countedVisitors(ch, siteId, common, settled, edges, ids);
     const byKey = new Map(counted.map((r) => [r.k, r]));
     const rows = keys.flatMap((k) => byKey.get(k) ?? []);
     // Their latest events and profiles are read while readRollup checks the parts read (one
@@ -513,11 +494,11 @@ async function listUsersFromSessions(
 type Counted = Omit<UserRow, 'u_user_id' | LatestField> & { k: string };
 
 /**
- * Counts, first and last times of some visitors (`users`, anonymous ids) over their counted
- * sessions (the users list's columns), read for them only: over every visitor of a large range
- * it held more memory than the ranking itself. With `withIdentified`, their latest identified id
- * too, by its event's place in EVENT_ORDER (a number compares far faster than the tuple); else
- * it is left empty.
+ * Counts, first and last times and latest identified id (by its event's place in EVENT_ORDER: a
+ * number compares far faster than the tuple) of some visitors (`users`, anonymous ids) over
+ * their counted sessions (the users list's columns), read for them only (by key, from
+ * `visitor_sessions`, rollupSessionRows): over every visitor of a large range it held more
+ * memory than the ranking itself.
  */
 async function countedVisitors(
   ch: ClickHouse,
@@ -526,7 +507,6 @@ async function countedVisitors(
   settled: Settled | undefined,
   edges: Edges,
   users: string[],
-  withIdentified: boolean,
 ): Promise<Counted[]> {
   const q = new Params();
   const sessions = await rollupSessionRows(
@@ -534,7 +514,7 @@ async function countedVisitors(
     q,
     siteId,
     common,
-    ['user_key', 'start', 'end', 'pageviews', 'events', ...(withIdentified ? (['identified'] as const) : [])],
+    ['user_key', 'start', 'end', 'pageviews', 'events', 'identified'],
     settled,
     { only: { users }, edges },
   );
@@ -543,53 +523,11 @@ async function countedVisitors(
     `SELECT toString(s_user_key) AS k,
        count() AS u_sessions, sum(s_pageviews) AS u_pageviews, sum(s_events) AS u_events,
        toString(min(s_start)) AS u_first_seen, toString(max(s_end)) AS u_last_seen,
-       ${
-         withIdentified
-           ? `argMaxIf(${element('3')}, ${eventOrderKey(element('1'), element('2'))}, ${element('3')} != '')`
-           : "''"
-       } AS u_identified_user_id
+       argMaxIf(${element('3')}, ${eventOrderKey(element('1'), element('2'))}, ${element('3')} != '') AS u_identified_user_id
      FROM (${sessions})
      GROUP BY s_user_key`,
     q.values,
   );
-}
-
-/**
- * Whether a range may end after now: its end (midnight after its last day, in any zone: at the
- * latest noon UTC of the day after) is not yet past. Most of its visitors then have no event
- * after it, which identifiedInRange relies on.
- */
-const rangeMayReachNow = (common: CommonParams) =>
-  common.endDate === undefined || Date.parse(`${nextDay(common.endDate)}T12:00:00Z`) > Date.now();
-
-/**
- * The latest identified id of each of some visitors (anonymous ids) among their events in range,
- * from their rows of `user_activity` (kind 1: their events carrying an identified id, the latest
- * of all time, migration 0010), by key: that event, when it lies in range, is the range's
- * latest; when it lies before the range, the range has none (''). Undefined for a visitor whose
- * latest lies after the range: the range's latest is then not known here.
- */
-async function identifiedInRange(
-  ch: ClickHouse,
-  siteId: number,
-  common: CommonParams,
-  ids: string[],
-): Promise<Map<string, string | undefined>> {
-  const p = new Params();
-  const { from, to } = rangeBounds(p, common);
-  const rows = await ch.query<{ id: string; iid: string; after: number; before: number }>(
-    `SELECT id, tupleElement(m, 3) AS iid, ${to ? `tupleElement(m, 1) >= ${to}` : '0'} AS after,
-       ${from ? `tupleElement(m, 1) < ${from}` : '0'} AS before
-     FROM (
-       SELECT id, max(identified) AS m FROM user_activity
-       WHERE site_id = ${p.bind('UInt32', siteId)} AND id IN ${p.bind('Array(String)', ids)} AND kind = 1
-       GROUP BY id)`,
-    p.values,
-  );
-  const found = new Map(
-    rows.map((r) => [r.id, Number(r.after) === 1 ? undefined : Number(r.before) === 1 ? '' : r.iid]),
-  );
-  return new Map(ids.map((id) => [id, found.has(id) ? found.get(id) : '']));
 }
 
 /**
