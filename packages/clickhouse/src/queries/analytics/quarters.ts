@@ -253,20 +253,17 @@ async function countHourBuckets(
   // The visitors of both days of each bucket across a midnight, by its first day.
   const at = (values: number[]) => `${p.bind('Array(UInt32)', values)}[day - ${first} + 1]`;
   const bits = (values: number[]) => values.reduce((n, v) => n + popCount(v), 0);
-  const tailsAsSet = bits(tails) <= bits(heads);
+  // The side with fewer hours as the set; the other's rows, a day later or earlier, tested
+  // against it; each count by the bucket's first day.
+  const [probe, set, shift, firstDay] =
+    bits(tails) <= bits(heads) ? [heads, tails, '- 1', 'day - 1'] : [tails, heads, '+ 1', 'day'];
   const both = tails.some((t) => t !== 0)
     ? await ch.query<{ d: number; n: number }>(
-        tailsAsSet
-          ? `SELECT day - 1 AS d, count() AS n FROM (${rows('day, user_key, hours')})
-             WHERE bitAnd(hours, ${at(heads)}) != 0
-               AND (day - 1, user_key) IN (
-                 SELECT day, user_key FROM (${rows('day, user_key, hours')}) WHERE bitAnd(hours, ${at(tails)}) != 0)
-             GROUP BY d`
-          : `SELECT day AS d, count() AS n FROM (${rows('day, user_key, hours')})
-             WHERE bitAnd(hours, ${at(tails)}) != 0
-               AND (day + 1, user_key) IN (
-                 SELECT day, user_key FROM (${rows('day, user_key, hours')}) WHERE bitAnd(hours, ${at(heads)}) != 0)
-             GROUP BY d`,
+        `SELECT ${firstDay} AS d, count() AS n FROM (${rows('day, user_key, hours')})
+         WHERE bitAnd(hours, ${at(probe)}) != 0
+           AND (day ${shift}, user_key) IN (
+             SELECT day, user_key FROM (${rows('day, user_key, hours')}) WHERE bitAnd(hours, ${at(set)}) != 0)
+         GROUP BY d`,
         p.values,
       )
     : [];
