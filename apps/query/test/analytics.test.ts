@@ -540,6 +540,17 @@ describe('sessions whose rows lie in several parts', () => {
     try {
       await insertEvents(h.ch, first);
       await insertEvents(h.ch, later);
+      // The case itself: the session's rows in two parts of each table, unmerged.
+      for (const table of ['session_facts', 'visitor_sessions'])
+        expect(
+          (
+            await h.ch.query<{ n: number }>(
+              `SELECT count() AS n FROM ${table} WHERE site_id = {s:UInt32} AND session_id = {id:UUID}`,
+              { s: t.siteId, id: crossing },
+            )
+          )[0]!.n,
+          table,
+        ).toBe(2);
       const stored = [...first, ...later];
       const range = { startDate: '2026-05-09', endDate: '2026-05-10', timeZone: 'UTC' };
       const selection = ref.selection(stored, t.siteId, full(range));
