@@ -1,5 +1,4 @@
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { get as httpGet } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { createClickHouse } from '@trackhouse/clickhouse';
@@ -56,26 +55,25 @@ function rssMb(pid: number): number {
   return Number(/VmRSS:\s+(\d+)/.exec(status)?.[1] ?? 0) / 1024;
 }
 
-/** One GET streamed to the end over node:http (a client as lean as curl), counting lines and bytes. */
-function download(url: string, headers: Record<string, string>): Promise<{ lines: number; bytes: number }> {
-  return new Promise((done, fail) => {
-    httpGet(url, { headers }, (res) => {
-      if (res.statusCode !== 200) {
-        res.resume();
-        fail(new Error(`export: HTTP ${res.statusCode}`));
-        return;
-      }
-      let lines = 0;
-      let bytes = 0;
-      res.on('data', (chunk: Buffer) => {
-        bytes += chunk.length;
-        // Native search for each newline: a byte loop here was the slowest part of the run.
-        for (let i = chunk.indexOf(10); i !== -1; i = chunk.indexOf(10, i + 1)) lines++;
-      });
-      res.on('end', () => done({ lines, bytes }));
-      res.on('error', fail);
-    }).on('error', fail);
-  });
+/** What `bench/download.ts` counted: lines, bytes, seconds from request to last byte, its CPU time. */
+interface Downloaded {
+  lines: number;
+  bytes: number;
+  seconds: number;
+  cpuSeconds: number;
+}
+
+/** One GET streamed to the end by `bench/download.ts`, a process of its own (a client as lean as curl). */
+async function download(url: string, headers: Record<string, string>): Promise<Downloaded> {
+  const run = await runEntry('bench/download.ts', [url, JSON.stringify(headers)], {});
+  if (run.code !== 0) throw new Error(run.stderr.trim() || `download.ts exited with ${run.code}`);
+  return JSON.parse(run.stdout) as Downloaded;
+}
+
+/** CPU time a process has used, user and system, in seconds (Linux: clock ticks of 1/100 s). */
+function cpuSeconds(pid: number): number {
+  const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
+  return (Number(fields[11]) + Number(fields[12])) / 100;
 }
 
 /** The server's peak RSS while `work` runs, sampled every 100 ms. */
@@ -110,9 +108,10 @@ async function measureExport(
   const cold = rssMb(pid);
   const [, afterDay] = await peakRss(pid, () => download(`${base}/export?${oneDay}`, headers));
   const before = rssMb(pid);
-  const t0 = performance.now();
-  const [{ lines, bytes }, peak] = await peakRss(pid, () => download(`${base}/export?${range}`, headers));
-  const seconds = (performance.now() - t0) / 1000;
+  const serverCpu0 = cpuSeconds(pid);
+  const [{ lines, bytes, seconds, cpuSeconds: clientCpu }, peak] = await peakRss(pid, () =>
+    download(`${base}/export?${range}`, headers),
+  );
   const perSecond = Math.round(lines / seconds);
   const growth = Math.round(peak - before);
   return {
@@ -123,6 +122,8 @@ async function measureExport(
     rss_before_mb: Math.round(before),
     first_day_growth_mb: Math.round(afterDay - cold),
     rss_growth_mb: growth,
+    server_cpu_s: Number((cpuSeconds(pid) - serverCpu0).toFixed(1)),
+    client_cpu_s: Number(clientCpu.toFixed(1)),
     ok: perSecond >= 500_000 && growth <= 100,
   };
 }
