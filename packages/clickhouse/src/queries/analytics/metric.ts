@@ -8,6 +8,7 @@ import {
   keyInRange,
   keyMs,
   listedSessionsLimit,
+  type PageNames,
   pathHash,
   pathRows,
   readPageNames,
@@ -513,6 +514,7 @@ async function keyedCounts(
   restrict?: (p: Params) => string,
   byDay = false,
   matching?: (p: Params) => string,
+  pageNames: () => Promise<PageNames> = () => readPageNames(ch, siteId),
 ): Promise<Map<number, KeyedCounts> | undefined> {
   const p = new Params();
   const narrow = restrict?.(p);
@@ -524,7 +526,7 @@ async function keyedCounts(
     // Rows by path hash, named from the site's pages read meanwhile on another connection: the
     // names as a scalar subquery of the statement cost it about 8 ms more to plan and run at 10 M
     // events (docs/benchmarks.md).
-    const names = readPageNames(ch, siteId);
+    const names = pageNames();
     names.catch(() => {});
     // Without the plan's filter push-down: pushing the outer conditions down through the
     // chained array expressions cost more to plan and run than it saved (pathname 73 against
@@ -599,9 +601,15 @@ async function keyedMetricRows(
         )
       : undefined;
   // Filtered, the settled days' counted sessions from `session_pages` where it applies (pages.ts).
+  // Both reads name paths from one read of the site's pages.
+  let names: Promise<PageNames> | undefined;
+  const pageNames = () => {
+    names ??= readPageNames(ch, siteId);
+    return names;
+  };
   const pages =
     common.filters.length > 0 && parameter !== 'event_name' && sessionPagesApply(ch, common)
-      ? await sessionPageCounts(ch, siteId, common, parameter, settled, 'session_paths')
+      ? await sessionPageCounts(ch, siteId, common, parameter, settled, 'session_paths', pageNames)
       : undefined;
   const live = await keyedCounts(
     ch,
@@ -612,6 +620,7 @@ async function keyedMetricRows(
     days ? (p) => inPartitions(p, days.partitions, true) : pages?.restrict,
     false,
     pages?.matching,
+    pageNames,
   );
   const paged = await pages?.counts;
   if (!live) return undefined;

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { ClickHouse } from '../../client';
 import { type CommonParams, matchAny, Params, rangeBounds } from '../builder';
-import { keyHash, listedSessionsLimit, pathHash, readPageNames } from './paths';
+import { keyHash, listedSessionsLimit, type PageNames, pathHash, readPageNames } from './paths';
 import { type Settled, settledParts } from './rollup';
 import { rowFilterCondition, rowFiltersApply, UNSURE_ROW, unsureApply } from './row-filters';
 import { ADJACENT_EQUAL, addDays, NEXT_GAPS } from './shared';
@@ -294,6 +294,7 @@ export async function sessionPageCounts(
   parameter: PageParameter,
   settled: Settled | undefined,
   table: 'session_facts' | 'session_paths',
+  pageNames: () => Promise<PageNames> = () => readPageNames(ch, siteId),
 ): Promise<
   | { counts: Promise<KeyedCounts>; restrict: (p: Params) => string; matching: (p: Params) => string }
   | undefined
@@ -383,7 +384,7 @@ export async function sessionPageCounts(
   // Paths come back by hash, named from the site's pages read meanwhile: named in the statement
   // (`transform` of every row before grouping) they cost it 29 ms more at 10 M events, filtered
   // (docs/benchmarks.md). Titles are stored as text.
-  const names = parameter === 'page_title' ? undefined : readPageNames(ch, siteId);
+  const names = parameter === 'page_title' ? undefined : pageNames();
   names?.catch(() => {});
   type Grouped = Omit<ValueCounts, 'v'> & { v?: string; h?: number | string; s_part: number; e_part: number };
   const counts = ch.query<Grouped>(sql, p.values).then(async (grouped) => {

@@ -36,13 +36,16 @@ const sitePaths = (p: Params, siteId: number) =>
   `SELECT DISTINCT ${pathHash('pathname')} AS h, pathname AS path
    FROM site_pages WHERE site_id = ${p.bind('UInt32', siteId)}`;
 
+/** A site's page path by its hash (readPageNames). */
+export type PageNames = (h: number | string) => string;
+
 /**
  * The name of each of a site's page path hashes, read apart (for answers whose rows come back by
  * hash and are named here, with no scalar subquery for the engine to run and plan into their
  * statement); an unknown hash is named ''. A hash shared by two paths names the lesser of them
  * (`transform` over `pageNames` takes whichever it meets first).
  */
-export async function readPageNames(ch: ClickHouse, siteId: number): Promise<(h: number | string) => string> {
+export async function readPageNames(ch: ClickHouse, siteId: number): Promise<PageNames> {
   const p = new Params();
   const rows = await ch.query<{ h: number | string; path: string }>(sitePaths(p, siteId), p.values);
   const names = new Map<number, string>();
