@@ -502,7 +502,7 @@ describe('users list where one visitor holds the latest sessions', () => {
 describe('sessions whose rows lie in several parts', () => {
   it("count a session whose later rows, stored apart, carry it past the range's end as crossing it", async () => {
     // A FINAL read merges a session's rows before testing them (its rollup row, and a visitor's
-    // sessions in `visitor_sessions`): a session whose first rows lie in range and whose later
+    // sessions in `sessions_by_visitor`): a session whose first rows lie in range and whose later
     // rows, in another part, lie after it crosses the end, counted over its events in range,
     // once, whatever its first rows say alone (the rollups' skip indexes once dropped the later
     // rows' granule, and the session with it).
@@ -533,7 +533,7 @@ describe('sessions whose rows lie in several parts', () => {
       event('00000000000000b2', uuidv7(Date.parse('2026-05-09T08:00:00Z')), '2026-05-09T08:00:00Z', 3),
     ];
     const later = [event('00000000000000a1', crossing, '2026-05-11T00:05:00Z', 4)];
-    const tables = ['session_facts', 'visitor_sessions'].map((table) =>
+    const tables = ['session_facts', 'sessions_by_visitor'].map((table) =>
       h.ch.cluster ? `ON CLUSTER ${h.ch.cluster} ${table}${LOCAL_SUFFIX}` : table,
     );
     for (const table of tables) await h.ch.command(`SYSTEM STOP MERGES ${table}`);
@@ -541,7 +541,7 @@ describe('sessions whose rows lie in several parts', () => {
       await insertEvents(h.ch, first);
       await insertEvents(h.ch, later);
       // The case itself: the session's rows in two parts of each table, unmerged.
-      for (const table of ['session_facts', 'visitor_sessions'])
+      for (const table of ['session_facts', 'sessions_by_visitor'])
         expect(
           (
             await h.ch.query<{ n: number }>(

@@ -261,7 +261,7 @@ describe('sites', () => {
       'user_activity',
       'visitor_quarters',
       'visitor_hours',
-      'visitor_sessions',
+      'sessions_by_visitor',
     ];
     for (const table of derived) expect(await count(t.siteId, table), table).toBeGreaterThan(0);
     const res = await h.json(`/api/sites/${t.siteId}`, { key: t.key, method: 'DELETE' });

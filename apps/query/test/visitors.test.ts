@@ -2,6 +2,7 @@ import {
   compactSessionDays,
   generateEvents,
   insertEvents,
+  LOCAL_SUFFIX,
   planClickHouseMigrations,
   rangeVisitors,
   type StoredEvent,
@@ -335,7 +336,7 @@ describe('distinct visitors from the days they have events on', () => {
     );
     expect(rows(backfilled)).toEqual(rows(await stored()));
   });
-  it("stores by visitor_sessions' backfill what its view stores, and running it again changes nothing", async () => {
+  it("stores by sessions_by_visitor's backfill what its view stores, and running it again changes nothing", async () => {
     const stored = () =>
       h.ch.query<{
         key: string;
@@ -349,7 +350,7 @@ describe('distinct visitors from the days they have events on', () => {
         `SELECT toString(user_key) AS key, toString(session_id) AS session, toString(min(session_start)) AS start,
            toString(max(session_end)) AS end, length(groupUniqArrayArray(pageview_ids)) AS pageviews,
            length(groupUniqArrayArray(event_ids)) AS all, tupleElement(max(identified), 3) AS iid
-         FROM visitor_sessions WHERE site_id = {s:UInt32}
+         FROM sessions_by_visitor WHERE site_id = {s:UInt32}
          GROUP BY user_key, session_id ORDER BY key, session`,
         { s: tenant.siteId },
       );
@@ -372,10 +373,25 @@ describe('distinct visitors from the days they have events on', () => {
       [...expected].map(([at, s]) => [at, s.start, s.end, s.pageviews, s.all]).sort(),
     );
     await expectBackfillAsView(h.ch, {
-      migration: '0019',
-      table: 'visitor_sessions',
+      migration: '0020',
+      table: 'sessions_by_visitor',
       siteId: tenant.siteId,
       stored,
     });
+  });
+  it('keeps the sessions by visitor in granules of 1,024 rows, the table of 0019 dropped', async () => {
+    // Where the rows lie: a cluster stores them in the local table of each node.
+    const [made] = await h.ch.query<{ q: string }>(
+      `SELECT create_table_query AS q FROM system.tables
+       WHERE database = currentDatabase() AND name = {name:String}`,
+      { name: h.ch.cluster ? `sessions_by_visitor${LOCAL_SUFFIX}` : 'sessions_by_visitor' },
+    );
+    expect(made?.q).toMatch(/ORDER BY \(site_id, user_key, session_id\)/);
+    expect(made?.q).toMatch(/index_granularity = 1024\b/);
+    const [old] = await h.ch.query<{ n: number }>(
+      `SELECT count() AS n FROM system.tables
+       WHERE database = currentDatabase() AND startsWith(name, 'visitor_sessions')`,
+    );
+    expect(Number(old?.n)).toBe(0);
   });
 });

@@ -183,7 +183,7 @@ const SITE_TABLES = [
   'visitor_quarters',
   'visitor_hours',
   'bucket_visitors',
-  'visitor_sessions',
+  'sessions_by_visitor',
   'session_pages',
   'session_pages_builds',
 ];

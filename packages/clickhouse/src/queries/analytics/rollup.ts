@@ -299,7 +299,7 @@ function factRows(
 }
 
 /**
- * The fields `visitor_sessions` (0019) holds, under the column names of `session_facts`.
+ * The fields `sessions_by_visitor` (0020) holds, under the column names of `session_facts`.
  */
 const VISITOR_SESSION_FIELDS = new Set<SessionRowField>([
   'user_key',
@@ -312,7 +312,7 @@ const VISITOR_SESSION_FIELDS = new Set<SessionRowField>([
 ]);
 
 /**
- * A few visitors' sessions lying inside the range, read by key from `visitor_sessions` (0019),
+ * A few visitors' sessions lying inside the range, read by key from `sessions_by_visitor` (0020),
  * where `session_facts` has them in most granules (every column then read whole: the 25 latest
  * visitors of the 10 M-event bench have about 3,000 sessions): when `only` lists visitors, the
  * fields are all there, and no `restrict` or filters tested on the rows ask for other columns.
@@ -332,7 +332,7 @@ function byVisitorRows(
     return undefined;
   // The visitors' keys first: a sorting key column, shared by the rows a merge folds together,
   // so only their rows are merged (testing them after the merge took 200 against 30 ms).
-  return `SELECT ${select(true)} FROM visitor_sessions FINAL PREWHERE ${onlyCondition(p, only)}
+  return `SELECT ${select(true)} FROM sessions_by_visitor FINAL PREWHERE ${onlyCondition(p, only)}
   WHERE ${insideRange(p, siteId, common)}`;
 }
 

@@ -497,7 +497,7 @@ type Counted = Omit<UserRow, 'u_user_id' | LatestField> & { k: string };
  * Counts, first and last times and latest identified id (by its event's place in EVENT_ORDER: a
  * number compares far faster than the tuple) of some visitors (`users`, anonymous ids) over
  * their counted sessions (the users list's columns), read for them only (by key, from
- * `visitor_sessions`, rollupSessionRows): over every visitor of a large range it held more
+ * `sessions_by_visitor`, rollupSessionRows): over every visitor of a large range it held more
  * memory than the ranking itself.
  */
 async function countedVisitors(
