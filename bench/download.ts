@@ -2,10 +2,10 @@ import { get } from 'node:http';
 
 /**
  * The export's client in `pnpm bench query`: one GET streamed to the end over node:http, in a
- * process of its own, counting lines and bytes, then printing them with its own CPU time as
- * JSON, with the seconds from the request to the last byte (the process's start left out). Run inside the bench's process, the same loop cost three times the CPU (10.8 against
- * 3.3 s for the 10 M-event export: each collection of the chunks it receives marks the bench's
- * whole heap), taken from the two cores the server streams with.
+ * process of its own, counting lines and bytes, then printing them as JSON with the seconds from
+ * the request to the last byte (the process's start left out) and its own CPU time. Inside the
+ * bench's process, after the timed runs, the same loop took 10.8 s of CPU for the 10 M-event
+ * export against 3.3-3.5 s here, from the two cores the server streams with.
  *
  * `node --import tsx bench/download.ts URL HEADERS_JSON`
  */
