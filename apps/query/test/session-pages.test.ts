@@ -4,6 +4,7 @@ import {
   type Filter,
   generateEvents,
   insertEvents,
+  LOCAL_SUFFIX,
   type StoredEvent,
 } from '@trackhouse/clickhouse';
 import { uuidv7FromSeed } from '@trackhouse/core';
@@ -129,6 +130,25 @@ const builtDays = async () =>
     )
   ).map((r) => Number(r.partition));
 
+/**
+ * A session only the build of `day` holds, in the US with a pricing page viewed a million times,
+ * 60,000 of them under `title`.
+ */
+const insertBuiltSession = (day: number, title: string, build = '') =>
+  h.ch.command(
+    `INSERT INTO session_pages (site_id, partition, build_id, session_id, session_start, session_end,
+       first_event, paths, constants_low, constants_high, pageviews, tied, page_hashes, page_counts,
+       title_paths, titles, title_hash_counts, entry_hash, entry_gap, exit_hash, exit_gap)
+     SELECT site_id, partition, if({b:String} = '', build_id, toUUID({b:String})), generateUUIDv7(),
+       span_start, span_start, tuple('US', '', '', '', '', '', '', '', ''), [cityHash64('/pricing')], 1, 1,
+       1000000, 0, [bitShiftRight(cityHash64('/pricing'), 16)], [bitShiftLeft(toUInt64(1000000), 40)],
+       [bitShiftRight(cityHash64('/pricing'), 16)], [{t:String}],
+       [bitShiftLeft(bitShiftRight(cityHash64({t:String}), 16), 16) + 60000],
+       bitShiftRight(cityHash64('/pricing'), 16), -1, bitShiftRight(cityHash64('/pricing'), 16), -1
+     FROM session_pages_builds FINAL WHERE site_id = {s:UInt32} AND partition = {d:UInt32} LIMIT 1`,
+    { s: tenant.siteId, d: day, t: title, b: build },
+  );
+
 /** Every filtered page breakdown equals the brute-force reference. */
 async function answersMatch() {
   for (const filters of FILTERS) {
@@ -171,18 +191,14 @@ describe.skipIf(TEST_CLICKHOUSE === 'cluster')('filtered page breakdowns from se
 
   it('reads a built day while its parts are current, and its sessions again after a late event', async () => {
     const filters = FILTERS[0]!;
-    // A session only the build holds, in the US with a pricing page viewed a million times:
-    // seen in the answer, it shows the build was read.
+    // A session only the build holds, in the US with a pricing page viewed a million times,
+    // 60,000 of them under a title only the build names: seen in the answer, it shows the build
+    // was read.
+    await insertBuiltSession(DAY, 'Only in session_pages');
     await h.ch.command(
-      `INSERT INTO session_pages (site_id, partition, build_id, session_id, session_start, session_end,
-         first_event, paths, constants_low, constants_high, pageviews, tied, page_hashes, page_counts,
-         title_paths, titles, title_counts, entry_hash, entry_gap, exit_hash, exit_gap)
-       SELECT site_id, partition, build_id, generateUUIDv7(), span_start, span_start,
-         tuple('US', '', '', '', '', '', '', '', ''), [cityHash64('/pricing')], 1, 1, 1000000, 0,
-         [bitShiftRight(cityHash64('/pricing'), 16)], [bitShiftLeft(toUInt64(1000000), 40)],
-         [bitShiftRight(cityHash64('/pricing'), 16)], ['Only in session_pages'], [1000000],
-         bitShiftRight(cityHash64('/pricing'), 16), -1, bitShiftRight(cityHash64('/pricing'), 16), -1
-       FROM session_pages_builds WHERE site_id = {s:UInt32} AND partition = {d:UInt32}`,
+      `INSERT INTO session_pages_builds
+       SELECT * REPLACE (arrayConcat(title_names, ['Only in session_pages']) AS title_names)
+       FROM session_pages_builds FINAL WHERE site_id = {s:UInt32} AND partition = {d:UInt32}`,
       { s: tenant.siteId, d: DAY },
     );
     const pricing = async () =>
@@ -192,7 +208,7 @@ describe.skipIf(TEST_CLICKHOUSE === 'cluster')('filtered page breakdowns from se
     const titles = async () => (await metric('page_title', filters)).body.data.data;
     expect((await titles()).find((r) => r.value === 'Only in session_pages')).toMatchObject({
       count: 1,
-      pageviews: 1_000_000,
+      pageviews: 60_000,
     });
 
     // Late events in sessions of that day: its partitions gain a part, its build is left.
@@ -251,4 +267,117 @@ describe.skipIf(TEST_CLICKHOUSE === 'cluster')('filtered page breakdowns from se
     // Nothing left to build.
     expect((await buildSummaries(h.ch, other.siteId, { days: 12, now })).pageDays).toBe(0);
   });
+
+  it('never reads a build of the earlier layout, and builds its day anew', async () => {
+    const day = 20260605;
+    const old = '01900000-0000-7000-8000-0000000000d5';
+    // The day's build as migration 0021 found it: of layout 0, without title names.
+    await h.ch.command(
+      `ALTER TABLE session_pages_builds DELETE WHERE site_id = {s:UInt32} AND partition = {d:UInt32}
+       SETTINGS mutations_sync = 2`,
+      { s: tenant.siteId, d: day },
+    );
+    const part = (table: string) =>
+      `(SELECT name FROM system.parts WHERE database = currentDatabase() AND active
+        AND table = '${table}' AND partition_id = toString({d:UInt32}))`;
+    await h.ch.command(
+      `INSERT INTO session_pages_builds (site_id, partition, facts_part, paths_part, build_id, span_start,
+         span_end, sessions, title_names, layout)
+       SELECT {s:UInt32}, {d:UInt32}, ${part('session_facts')}, ${part('session_paths')}, toUUID({b:String}),
+         toDateTime64('2026-06-05 00:00:00', 3, 'UTC'), toDateTime64('2026-06-05 23:59:59', 3, 'UTC'), 1,
+         ['Only in an old build'], 0`,
+      { s: tenant.siteId, d: day, b: old },
+    );
+    await insertBuiltSession(day, 'Only in an old build', old);
+    const builds = async () =>
+      h.ch.query<{ build: string; layout: number }>(
+        `SELECT toString(build_id) AS build, layout FROM session_pages_builds
+         WHERE site_id = {s:UInt32} AND partition = {d:UInt32} ORDER BY layout`,
+        { s: tenant.siteId, d: day },
+      );
+    expect((await builds()).map((b) => [b.build, Number(b.layout)])).toEqual([[old, 0]]);
+
+    const filters = FILTERS[0]!;
+    const titles = (await metric('page_title', filters)).body.data;
+    expect(titles.data.map((r) => r.value)).not.toContain('Only in an old build');
+    expect(titles).toEqual(expected('page_title', filters));
+    const now = await builds();
+    expect(now.map((b) => Number(b.layout))).toContain(1);
+    expect(now.find((b) => Number(b.layout) === 1)?.build).not.toBe(old);
+  });
+
+  it('reads titles that share a hash from their events, each counted apart', async () => {
+    const other = await h.tenant();
+    const generated = [
+      ...generateEvents({
+        siteId: other.siteId,
+        events: 400,
+        days: 5,
+        end: new Date('2026-06-15T12:00:00Z'),
+        seed: 43,
+      }),
+    ];
+    // Two titles whose cityHash64 share their top 48 bits, each on one session's pricing page.
+    const colliding = ['Title 11199828', 'Title 17293041'].flatMap((title, i) =>
+      titledSession(generated[0]!, Date.parse('2026-06-13T09:00:00Z') + i * 3_600_000, title),
+    );
+    const all = [...generated, ...colliding];
+    await insertEvents(h.ch, all);
+    await compactSessionDays(h.ch, new Date('2027-01-01T00:00:00Z'));
+    const range = { startDate: '2026-06-11', endDate: '2026-06-15', timeZone: 'UTC' };
+    const filters = FILTERS[0]!;
+    const res = await h.json<{ data: Answer }>(
+      `/api/sites/${other.siteId}/metric?${query({ ...range, filters }, { parameter: 'page_title', limit: '1000' })}`,
+      { key: other.key },
+    );
+    expect(res.status).toBe(200);
+    expect(res.body.data).toEqual(
+      ref.metric(ref.selection(all, other.siteId, full({ ...range, filters })), 'page_title'),
+    );
+    for (const title of ['Title 11199828', 'Title 17293041'])
+      expect(res.body.data.data.find((r) => r.value === title)).toMatchObject({ count: 1, pageviews: 1 });
+    // The day of both sessions was built: the answer read it from the events for the clash alone.
+    const [built] = await h.ch.query<{ n: number }>(
+      `SELECT count() AS n FROM session_pages_builds
+       WHERE site_id = {s:UInt32} AND partition = 20260613 AND has(title_names, 'Title 11199828')
+         AND has(title_names, 'Title 17293041')`,
+      { s: other.siteId },
+    );
+    expect(Number(built?.n)).toBe(1);
+  });
+});
+
+/** A session in the US of one pageview, on the pricing page under `title`, at `start`. */
+function titledSession(like: StoredEvent, start: number, title: string): StoredEvent[] {
+  const iso = new Date(start).toISOString();
+  return [
+    {
+      ...like,
+      timestamp: `${iso.slice(0, 10)} ${iso.slice(11, 23)}`,
+      event_id: uuidv7FromSeed(start, `titled ${title}`),
+      session_id: uuidv7FromSeed(start, `titled session ${title}`),
+      user_id: '00000000000000c2',
+      type: 'pageview',
+      event_name: '',
+      properties: '{}',
+      props: {},
+      country: 'US',
+      pathname: '/pricing',
+      page_title: title,
+    },
+  ];
+}
+
+it('holds titles as hashes with their counts, and builds by layout (migration 0021)', async () => {
+  const columns = async (table: string) =>
+    (
+      await h.ch.query<{ name: string }>(
+        `SELECT name FROM system.columns WHERE database = currentDatabase() AND table = {t:String}`,
+        { t: h.ch.cluster ? `${table}${LOCAL_SUFFIX}` : table },
+      )
+    ).map((c) => c.name);
+  const pages = await columns('session_pages');
+  expect(pages).toContain('title_hash_counts');
+  expect(pages).not.toContain('title_counts');
+  expect(await columns('session_pages_builds')).toEqual(expect.arrayContaining(['title_names', 'layout']));
 });

@@ -49,6 +49,16 @@ const MAX_MATCHING_PATHS = 10_000;
 const MAX_BUILT_DAYS = 7;
 
 /**
+ * The layout of the builds this code writes and reads (0021: titles as hashes with their counts,
+ * named by the build); a build of another is never read, its day built anew.
+ */
+const LAYOUT = 1;
+
+/** The bits of a title's pageviews in `title_hash_counts`, below the title's hash (0021). */
+const TITLE_COUNT_BITS = 16;
+const TITLE_COUNT_LIMIT = 2 ** TITLE_COUNT_BITS - 1;
+
+/**
  * Whether a filtered page breakdown reads its settled days from `session_pages`: filters the rows
  * can test (an entry or exit page filter needs `session_facts` columns the table does not copy),
  * on one server (parts are per shard on a cluster).
@@ -129,6 +139,7 @@ async function storedBuilds(
      FROM session_pages_builds
      WHERE site_id = ${site}
        AND concat(toString(partition), '/', facts_part, '/', paths_part) IN ${p.bind('Array(String)', days.map(buildKey))}
+       AND layout = ${LAYOUT}
      GROUP BY partition`,
     p.values,
   );
@@ -161,14 +172,16 @@ async function buildDay(ch: ClickHouse, siteId: number, d: SettledDay): Promise<
   const values = { site: siteId, day: d.day, build, facts: d.facts, paths: d.paths };
   const hash = keyHash('x');
   await ch.command(
-    `INSERT INTO session_pages
+    `INSERT INTO session_pages (site_id, partition, build_id, session_id, session_start, session_end,
+       first_event, paths, constants_low, constants_high, pageviews, tied, page_hashes, page_counts,
+       title_paths, titles, title_hash_counts, entry_hash, entry_gap, exit_hash, exit_gap)
      SELECT f.site_id, {day:UInt32}, {build:UUID}, f.session_id, f.session_start, f.session_end,
        (f.first_event.country, f.first_event.region, f.first_event.city, f.first_event.browser,
         f.first_event.browser_version, f.first_event.operating_system, f.first_event.operating_system_version,
         f.first_event.device_type, f.first_event.language),
        f.paths, f.constants_low, f.constants_high,
-       s.pvs, s.tied OR s.overflows, s.page_hashes, s.page_counts,
-       ti.title_paths, ti.titles, ti.title_counts,
+       s.pvs, s.tied OR s.overflows OR ti.title_overflows, s.page_hashes, s.page_counts,
+       ti.title_paths, ti.titles, ti.title_hash_counts,
        s.entry_hash, s.entry_gap, s.exit_hash, s.exit_gap
      FROM (SELECT site_id, session_id, session_start, session_end, first_event, paths, constants_low, constants_high
            FROM session_facts WHERE site_id = {site:UInt32} AND _part = {facts:String}) AS f
@@ -194,7 +207,9 @@ async function buildDay(ch: ClickHouse, siteId: number, d: SettledDay): Promise<
            FROM session_paths WHERE site_id = {site:UInt32} AND _part = {paths:String}))) AS s
      USING session_id
      LEFT JOIN (
-       SELECT session_id, groupArray(h) AS title_paths, groupArray(t) AS titles, groupArray(n) AS title_counts
+       SELECT session_id, groupArray(h) AS title_paths, groupArray(t) AS titles,
+         groupArray(bitShiftLeft(${pathHash('t')}, ${TITLE_COUNT_BITS}) + least(n, ${TITLE_COUNT_LIMIT})) AS title_hash_counts,
+         max(n) > ${TITLE_COUNT_LIMIT} AS title_overflows
        FROM (
          SELECT session_id, ${pathHash('pathname')} AS h, toString(page_title) AS t, count() AS n
          FROM events
@@ -208,9 +223,11 @@ async function buildDay(ch: ClickHouse, siteId: number, d: SettledDay): Promise<
     values,
   );
   await ch.command(
-    `INSERT INTO session_pages_builds
+    `INSERT INTO session_pages_builds (site_id, partition, facts_part, paths_part, build_id, span_start, span_end,
+       sessions, title_names, layout)
      SELECT {site:UInt32}, {day:UInt32}, {facts:String}, {paths:String}, {build:UUID},
-       if(count() = 0, toDateTime64(0, 3, 'UTC'), min(session_start)), if(count() = 0, toDateTime64(0, 3, 'UTC'), max(session_end)), count()
+       if(count() = 0, toDateTime64(0, 3, 'UTC'), min(session_start)), if(count() = 0, toDateTime64(0, 3, 'UTC'), max(session_end)), count(),
+       arraySort(groupUniqArrayArray(titles)), ${LAYOUT}
      FROM session_pages WHERE site_id = {site:UInt32} AND partition = {day:UInt32} AND build_id = {build:UUID}`,
     values,
   );
@@ -279,6 +296,29 @@ async function pageDays(
 }
 
 /**
+ * The titles of the builds read, by the hash `title_hash_counts` holds of each; null when two of
+ * them share one (their counts could not be told apart: the answer then reads as before).
+ */
+async function titleNames(ch: ClickHouse, siteId: number, days: PageDays): Promise<PageNames | null> {
+  const p = new Params();
+  const rows = await ch.query<{ h: number | string; t: string }>(
+    `SELECT DISTINCT ${pathHash('t')} AS h, t
+     FROM session_pages_builds ARRAY JOIN title_names AS t
+     WHERE site_id = ${p.bind('UInt32', siteId)} AND partition IN ${p.bind('Array(UInt32)', days.partitions)}
+       AND build_id IN ${p.bind('Array(UUID)', days.builds)}`,
+    p.values,
+  );
+  const names = new Map<number, string>();
+  for (const r of rows) {
+    // 48-bit hashes: exact as numbers, however the engine sends 64-bit integers.
+    const h = Number(r.h);
+    if (names.has(h)) return null;
+    names.set(h, r.t);
+  }
+  return (h) => names.get(Number(h)) ?? '';
+}
+
+/**
  * A filtered page breakdown's counts over the sessions of the days read from `session_pages`
  * (`counts`, read meanwhile: on another read connection, the other sessions' read plans while
  * this one runs), and how the range's other sessions are read: `restrict`, a condition on rollup
@@ -312,12 +352,16 @@ export async function sessionPageCounts(
   };
   const e = new Params();
   const limit = listedSessionsLimit(ch);
+  const titles = parameter === 'page_title' ? titleNames(ch, siteId, days) : undefined;
+  titles?.catch(() => {});
   const [listed] = await ch.query<{ ids: string[]; n: number }>(
     `SELECT groupArray(${Math.max(1, Math.floor(limit))})(session_id) AS ids, count() AS n
      FROM session_pages WHERE ${rows(e, false)}`,
     e.values,
   );
   if (!listed || Number(listed.n) > limit) return undefined;
+  const titleOf = await titles;
+  if (titleOf === null) return undefined;
   const p = new Params();
   const counted = `${rows(p, true)} AND ${rowFilterCondition(p, siteId, common)(false)}`;
   const pathFilters = common.filters.filter((f) => f.parameter === 'pathname');
@@ -366,16 +410,15 @@ export async function sessionPageCounts(
            LEFT ARRAY JOIN m_hs AS h, m_cs AS hc, arrayEnumerate(m_hs) AS i)
          GROUP BY h`
       : parameter === 'page_title'
-        ? `SELECT t AS v, countIf(k = 1) AS n_sessions, sum(c) AS n_events, countIf(k = 1 AND pageviews = 1) AS bounces,
+        ? `SELECT h, countIf(k = 1) AS n_sessions, sum(c) AS n_events, countIf(k = 1 AND pageviews = 1) AS bounces,
              0 AS top_ms, 0 AS top_n, countIf(i <= 1) AS s_part, sum(c) AS e_part
-           FROM (SELECT pageviews,
-               ${passing('title_paths', [
-                 ['titles', 'm_ts'],
-                 ['title_counts', 'm_cs'],
-               ])}
-             FROM session_pages WHERE ${counted})
-           LEFT ARRAY JOIN m_ts AS t, m_cs AS c, arrayEnumerate(m_ts) AS i, arrayEnumerateUniq(m_ts) AS k
-           GROUP BY v`
+           FROM (
+             SELECT pageviews, h, bitAnd(hc, ${TITLE_COUNT_LIMIT}) AS c, i, k
+             FROM (SELECT pageviews, ${passing('title_paths', [['title_hash_counts', 'm_hcs']])},
+                 arrayMap(x -> bitShiftRight(x, ${TITLE_COUNT_BITS}), m_hcs) AS m_hs
+               FROM session_pages WHERE ${counted})
+             LEFT ARRAY JOIN m_hs AS h, m_hcs AS hc, arrayEnumerate(m_hs) AS i, arrayEnumerateUniq(m_hs) AS k)
+           GROUP BY h`
         : `SELECT ${at} AS h, count() AS n_sessions,
              sum(pageviews) AS n_events, countIf(pageviews = 1) AS bounces, sumIf(${gap}, ${gap} >= 0) AS top_ms,
              countIf(${gap} >= 0) AS top_n, count() AS s_part, sum(pageviews) AS e_part
@@ -383,15 +426,15 @@ export async function sessionPageCounts(
            GROUP BY h`;
   // Paths come back by hash, named from the site's pages read meanwhile: named in the statement
   // (`transform` of every row before grouping) they cost it 29 ms more at 10 M events, filtered
-  // (docs/benchmarks.md). Titles are stored as text.
-  const names = parameter === 'page_title' ? undefined : pageNames();
-  names?.catch(() => {});
-  type Grouped = Omit<ValueCounts, 'v'> & { v?: string; h?: number | string; s_part: number; e_part: number };
+  // (docs/benchmarks.md). Titles come back by hash too, named from the builds' titles.
+  const names = titleOf ? Promise.resolve(titleOf) : pageNames();
+  names.catch(() => {});
+  type Grouped = Omit<ValueCounts, 'v'> & { h: number | string; s_part: number; e_part: number };
   const counts = ch.query<Grouped>(sql, p.values).then(async (grouped) => {
     const nameOf = await names;
     const into = emptyCounts();
     for (const { h, ...g } of grouped) {
-      const r = { ...g, v: nameOf && h !== undefined ? nameOf(h) : (g.v ?? '') };
+      const r = { ...g, v: nameOf(h) };
       addCounts(into, r);
       into.all_sessions += Number(r.s_part);
       into.all_events += Number(r.e_part);
