@@ -238,18 +238,7 @@ describe.skipIf(TEST_CLICKHOUSE === 'cluster')('filtered page breakdowns from se
   });
 
   it('is built ahead of the reads by the background builder, every settled day of its window', async () => {
-    const other = await h.tenant();
-    const generated = [
-      ...generateEvents({
-        siteId: other.siteId,
-        events: 600,
-        days: 5,
-        end: new Date('2026-06-15T12:00:00Z'),
-        seed: 42,
-      }),
-    ];
-    await insertEvents(h.ch, generated);
-    await compactSessionDays(h.ch, new Date('2027-01-01T00:00:00Z'));
+    const { other, events: generated } = await otherSite(600, 42);
     const now = new Date('2026-06-20T12:00:00Z');
     const report = await buildSummaries(h.ch, other.siteId, { days: 12, now });
     const days = (
@@ -307,23 +296,12 @@ describe.skipIf(TEST_CLICKHOUSE === 'cluster')('filtered page breakdowns from se
   });
 
   it('reads titles that share a hash from their events, each counted apart', async () => {
-    const other = await h.tenant();
-    const generated = [
-      ...generateEvents({
-        siteId: other.siteId,
-        events: 400,
-        days: 5,
-        end: new Date('2026-06-15T12:00:00Z'),
-        seed: 43,
-      }),
-    ];
     // Two titles whose cityHash64 share their top 48 bits, each on one session's pricing page.
-    const colliding = ['Title 11199828', 'Title 17293041'].flatMap((title, i) =>
-      titledSession(generated[0]!, Date.parse('2026-06-13T09:00:00Z') + i * 3_600_000, title),
+    const { other, events: all } = await otherSite(400, 43, (generated) =>
+      ['Title 11199828', 'Title 17293041'].flatMap((title, i) =>
+        titledSession(generated[0]!, Date.parse('2026-06-13T09:00:00Z') + i * 3_600_000, title),
+      ),
     );
-    const all = [...generated, ...colliding];
-    await insertEvents(h.ch, all);
-    await compactSessionDays(h.ch, new Date('2027-01-01T00:00:00Z'));
     const range = { startDate: '2026-06-11', endDate: '2026-06-15', timeZone: 'UTC' };
     const filters = FILTERS[0]!;
     const res = await h.json<{ data: Answer }>(
@@ -346,6 +324,27 @@ describe.skipIf(TEST_CLICKHOUSE === 'cluster')('filtered page breakdowns from se
     expect(Number(built?.n)).toBe(1);
   });
 });
+
+/**
+ * Another site with `count` generated events over five days of June (and `extra` ones made
+ * from them), stored and each day compacted into one part.
+ */
+async function otherSite(count: number, seed: number, extra: (g: StoredEvent[]) => StoredEvent[] = () => []) {
+  const other = await h.tenant();
+  const generated = [
+    ...generateEvents({
+      siteId: other.siteId,
+      events: count,
+      days: 5,
+      end: new Date('2026-06-15T12:00:00Z'),
+      seed,
+    }),
+  ];
+  const all = [...generated, ...extra(generated)];
+  await insertEvents(h.ch, all);
+  await compactSessionDays(h.ch, new Date('2027-01-01T00:00:00Z'));
+  return { other, events: all };
+}
 
 /** A session in the US of one pageview, on the pricing page under `title`, at `start`. */
 function titledSession(like: StoredEvent, start: number, title: string): StoredEvent[] {
