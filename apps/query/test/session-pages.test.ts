@@ -302,16 +302,7 @@ describe.skipIf(TEST_CLICKHOUSE === 'cluster')('filtered page breakdowns from se
         titledSession(generated[0]!, Date.parse('2026-06-13T09:00:00Z') + i * 3_600_000, title),
       ),
     );
-    const range = { startDate: '2026-06-11', endDate: '2026-06-15', timeZone: 'UTC' };
-    const filters = FILTERS[0]!;
-    const res = await h.json<{ data: Answer }>(
-      `/api/sites/${other.siteId}/metric?${query({ ...range, filters }, { parameter: 'page_title', limit: '1000' })}`,
-      { key: other.key },
-    );
-    expect(res.status).toBe(200);
-    expect(res.body.data).toEqual(
-      ref.metric(ref.selection(all, other.siteId, full({ ...range, filters })), 'page_title'),
-    );
+    const res = await otherTitles(other, all);
     for (const title of ['Title 11199828', 'Title 17293041'])
       expect(res.body.data.data.find((r) => r.value === title)).toMatchObject({ count: 1, pageviews: 1 });
     // The day of both sessions was built: the answer read it from the events for the clash alone.
@@ -323,7 +314,39 @@ describe.skipIf(TEST_CLICKHOUSE === 'cluster')('filtered page breakdowns from se
     );
     expect(Number(built?.n)).toBe(1);
   });
+
+  it('reads a session with more pageviews of one title than its number holds from its events', async () => {
+    const { other, events: all } = await otherSite(200, 44, (generated) =>
+      titledSession(generated[0]!, Date.parse('2026-06-13T09:00:00Z'), 'A much viewed title', 65_536),
+    );
+    const res = await otherTitles(other, all);
+    expect(res.body.data.data.find((r) => r.value === 'A much viewed title')).toMatchObject({
+      count: 1,
+      pageviews: 65_536,
+    });
+    // Its row is built, marked to be read from its events.
+    const [row] = await h.ch.query<{ tied: number }>(
+      `SELECT tied FROM session_pages WHERE site_id = {s:UInt32} AND has(titles, 'A much viewed title')`,
+      { s: other.siteId },
+    );
+    expect(Number(row?.tied)).toBe(1);
+  });
 });
+
+/** Another site's filtered page titles (the first filters) over 11-15 June, as the reference has them. */
+async function otherTitles(other: { siteId: number; key: string }, all: StoredEvent[]) {
+  const range = { startDate: '2026-06-11', endDate: '2026-06-15', timeZone: 'UTC' };
+  const filters = FILTERS[0]!;
+  const res = await h.json<{ data: Answer }>(
+    `/api/sites/${other.siteId}/metric?${query({ ...range, filters }, { parameter: 'page_title', limit: '1000' })}`,
+    { key: other.key },
+  );
+  expect(res.status).toBe(200);
+  expect(res.body.data).toEqual(
+    ref.metric(ref.selection(all, other.siteId, full({ ...range, filters })), 'page_title'),
+  );
+  return res;
+}
 
 /**
  * Another site with `count` generated events over five days of June (and `extra` ones made
@@ -346,15 +369,16 @@ async function otherSite(count: number, seed: number, extra: (g: StoredEvent[]) 
   return { other, events: all };
 }
 
-/** A session in the US of one pageview, on the pricing page under `title`, at `start`. */
-function titledSession(like: StoredEvent, start: number, title: string): StoredEvent[] {
-  const iso = new Date(start).toISOString();
-  return [
-    {
+/** A session in the US of `pageviews` pageviews 10 ms apart, on the pricing page under `title`, from `start`. */
+function titledSession(like: StoredEvent, start: number, title: string, pageviews = 1): StoredEvent[] {
+  const sessionId = uuidv7FromSeed(start, `titled session ${title}`);
+  return Array.from({ length: pageviews }, (_, i) => {
+    const iso = new Date(start + i * 10).toISOString();
+    return {
       ...like,
       timestamp: `${iso.slice(0, 10)} ${iso.slice(11, 23)}`,
-      event_id: uuidv7FromSeed(start, `titled ${title}`),
-      session_id: uuidv7FromSeed(start, `titled session ${title}`),
+      event_id: uuidv7FromSeed(start + i * 10, `titled ${title} ${i}`),
+      session_id: sessionId,
       user_id: '00000000000000c2',
       type: 'pageview',
       event_name: '',
@@ -363,8 +387,8 @@ function titledSession(like: StoredEvent, start: number, title: string): StoredE
       country: 'US',
       pathname: '/pricing',
       page_title: title,
-    },
-  ];
+    };
+  });
 }
 
 it('holds titles as hashes with their counts, and builds by layout (migration 0021)', async () => {
