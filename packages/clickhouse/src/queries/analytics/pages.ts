@@ -363,25 +363,30 @@ export async function sessionPageCounts(
   const titleOf = await titles;
   if (titleOf === null) return undefined;
   const p = new Params();
-  const counted = `${rows(p, true)} AND ${rowFilterCondition(p, siteId, common)(false)}`;
   const pathFilters = common.filters.filter((f) => f.parameter === 'pathname');
-  // The path hashes that pass every path filter, tested once per distinct path of the site and
-  // bound as a constant set: the engine tests an array element against a constant with a hash
-  // set, against a subquery's array one by one (filtered pathnames 280-330 against 395-510 ms at
-  // 10 M events). Past MAX_MATCHING_PATHS, the answer reads as before.
+  // The paths that pass every path filter, tested once per distinct path of the site and bound
+  // as constant sets: the engine tests an array element against a constant with a hash set,
+  // against a subquery's array one by one (filtered pathnames 280-330 against 395-510 ms at 10 M
+  // events), and the rows' `paths` against a constant set faster than against the row filters'
+  // subquery (the filtered pathnames' and page titles' statement 251 against 270 and 215 against
+  // 236 ms). Past MAX_MATCHING_PATHS, the answer reads as before.
   let matching: number[] | undefined;
+  let passingPaths: string | undefined;
   if (pathFilters.length > 0) {
     const q = new Params();
-    const [found] = await ch.query<{ hashes: (number | string)[]; n: number }>(
-      `SELECT groupArray(${MAX_MATCHING_PATHS})(${pathHash('pathname')}) AS hashes, count() AS n
+    const [found] = await ch.query<{ hashes: string[]; n: number }>(
+      `SELECT groupArray(${MAX_MATCHING_PATHS})(toString(cityHash64(pathname))) AS hashes, count() AS n
        FROM site_paths WHERE site_id = ${q.bind('UInt32', siteId)}
          AND ${pathFilters.map((f) => `(${matchAny(q, 'pathname', f.type, f.value)})`).join(' AND ')}`,
       q.values,
     );
     if (!found || Number(found.n) > MAX_MATCHING_PATHS) return undefined;
-    // 48-bit hashes: exact as numbers, however the engine sends 64-bit integers.
-    matching = found.hashes.map(Number);
+    // The 64-bit hashes as text (exact), the 48 bits of the keys' hashes (pathHash) from them.
+    const full = found.hashes.map((h) => BigInt(h));
+    passingPaths = p.bind('Array(UInt64)', full);
+    matching = full.map((h) => Number(h >> 16n));
   }
+  const counted = `${rows(p, true)} AND ${rowFilterCondition(p, siteId, common, passingPaths)(false)}`;
   // The elements of `values` (arrays of one length with `paths`) whose path passes, each as an
   // array under its alias: without a path filter, every element.
   const set = matching && p.bind('Array(UInt64)', matching);

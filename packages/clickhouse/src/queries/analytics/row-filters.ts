@@ -60,6 +60,7 @@ export function rowFilterCondition(
   p: Params,
   siteId: number,
   common: CommonParams,
+  passingPaths?: string,
 ): (final: boolean) => string {
   // Values bound once: the two forms of a read (settled parts, merged ones) share them, and the
   // paths' subquery is then one and the same text.
@@ -71,11 +72,15 @@ export function rowFilterCondition(
     .map((f) => `(${matchAny(p, 'pathname', f.type, f.value)})`);
   // `IN` a subquery tests each element against a hash set built once; `hasAny` against the
   // subquery's array took 12-13 ms more of a filtered overview or pathname breakdown at 10 M
-  // events (docs/benchmarks.md).
+  // events (docs/benchmarks.md). `passingPaths`, the passing paths' hashes as a bound constant
+  // set where the caller has read them already, takes the subquery's place.
   const passing =
     paths.length > 0
-      ? `arrayExists(x -> x IN (SELECT cityHash64(pathname) FROM site_paths
-      WHERE site_id = ${p.bind('UInt32', siteId)} AND ${paths.join(' AND ')}), paths)`
+      ? `arrayExists(x -> x IN ${
+          passingPaths ??
+          `(SELECT cityHash64(pathname) FROM site_paths
+      WHERE site_id = ${p.bind('UInt32', siteId)} AND ${paths.join(' AND ')})`
+        }, paths)`
       : undefined;
   return (final) =>
     [...attributes.map((forms) => forms[final ? 1 : 0]!), ...(passing ? [passing] : [])].join(' AND ') || '1';
