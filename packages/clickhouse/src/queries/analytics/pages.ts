@@ -3,7 +3,7 @@ import type { ClickHouse } from '../../client';
 import { type CommonParams, matchAny, Params, rangeBounds } from '../builder';
 import { keyHash, listedSessionsLimit, type PageNames, pathHash, readPageNames } from './paths';
 import { type Settled, settledParts } from './rollup';
-import { rowFilterCondition, rowFiltersApply, UNSURE_ROW, unsureApply } from './row-filters';
+import { rowFilterCondition, rowFiltersApply, unsureApply } from './row-filters';
 import { ADJACENT_EQUAL, addDays, NEXT_GAPS } from './shared';
 import {
   addCounts,
@@ -50,9 +50,10 @@ const MAX_BUILT_DAYS = 7;
 
 /**
  * The layout of the builds this code writes and reads (0021: titles as hashes with their counts,
- * named by the build); a build of another is never read, its day built anew.
+ * named by the build; 0022: the unsure sessions flagged); a build of another is never read, its
+ * day built anew.
  */
-const LAYOUT = 1;
+const LAYOUT = 2;
 
 /** The bits of a title's pageviews in `title_hash_counts`, below the title's hash (0021). */
 const TITLE_COUNT_BITS = 16;
@@ -173,14 +174,15 @@ async function buildDay(ch: ClickHouse, siteId: number, d: SettledDay): Promise<
   const hash = keyHash('x');
   await ch.command(
     `INSERT INTO session_pages (site_id, partition, build_id, session_id, session_start, session_end,
-       first_event, paths, constants_low, constants_high, pageviews, tied, page_hashes, page_counts,
+       first_event, paths, constants_low, constants_high, pageviews, tied, unsure, page_hashes, page_counts,
        title_paths, titles, title_hash_counts, entry_hash, entry_gap, exit_hash, exit_gap)
      SELECT f.site_id, {day:UInt32}, {build:UUID}, f.session_id, f.session_start, f.session_end,
        (f.first_event.country, f.first_event.region, f.first_event.city, f.first_event.browser,
         f.first_event.browser_version, f.first_event.operating_system, f.first_event.operating_system_version,
         f.first_event.device_type, f.first_event.language),
        f.paths, f.constants_low, f.constants_high,
-       s.pvs, s.tied OR s.overflows OR ti.title_overflows, s.page_hashes, s.page_counts,
+       s.pvs, s.tied OR s.overflows OR ti.title_overflows, f.constants_high != f.constants_low,
+       s.page_hashes, s.page_counts,
        ti.title_paths, ti.titles, ti.title_hash_counts,
        s.entry_hash, s.entry_gap, s.exit_hash, s.exit_gap
      FROM (SELECT site_id, session_id, session_start, session_end, first_event, paths, constants_low, constants_high
@@ -347,7 +349,7 @@ export async function sessionPageCounts(
       `partition IN ${p.bind('Array(UInt32)', days.partitions)}`,
       `build_id IN ${p.bind('Array(UUID)', days.builds)}`,
     ];
-    const exception = unsureApply(ch, common) ? `(tied = 1 OR ${UNSURE_ROW})` : 'tied = 1';
+    const exception = unsureApply(ch, common) ? '(tied = 1 OR unsure = 1)' : 'tied = 1';
     return `${where.join(' AND ')} AND ${sure ? `NOT ${exception}` : exception}`;
   };
   const e = new Params();
