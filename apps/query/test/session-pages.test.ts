@@ -392,16 +392,22 @@ function titledSession(like: StoredEvent, start: number, title: string, pageview
   });
 }
 
-it('holds titles as hashes with their counts, unsure sessions flagged, and builds by layout (0021, 0022)', async () => {
+it('holds titles as hashes, unsure sessions flagged, attributes as dictionaries, builds by layout (0021-0023)', async () => {
   const columns = async (table: string) =>
-    (
-      await h.ch.query<{ name: string }>(
-        `SELECT name FROM system.columns WHERE database = currentDatabase() AND table = {t:String}`,
-        { t: h.ch.cluster ? `${table}${LOCAL_SUFFIX}` : table },
-      )
-    ).map((c) => c.name);
+    new Map(
+      (
+        await h.ch.query<{ name: string; type: string }>(
+          `SELECT name, type FROM system.columns WHERE database = currentDatabase() AND table = {t:String}`,
+          { t: h.ch.cluster ? `${table}${LOCAL_SUFFIX}` : table },
+        )
+      ).map((c) => [c.name, c.type]),
+    );
   const pages = await columns('session_pages');
-  expect(pages).toEqual(expect.arrayContaining(['title_hash_counts', 'unsure']));
-  expect(pages).not.toContain('title_counts');
-  expect(await columns('session_pages_builds')).toEqual(expect.arrayContaining(['title_names', 'layout']));
+  expect([...pages.keys()]).toEqual(expect.arrayContaining(['title_hash_counts', 'unsure']));
+  expect(pages.has('title_counts')).toBe(false);
+  // Every attribute of the first event, and only those, dictionary-encoded.
+  expect(pages.get('first_event')?.match(/LowCardinality\(String\)/g)).toHaveLength(9);
+  expect([...(await columns('session_pages_builds')).keys()]).toEqual(
+    expect.arrayContaining(['title_names', 'layout']),
+  );
 });
