@@ -260,7 +260,8 @@ describe.skipIf(TEST_CLICKHOUSE === 'cluster')('filtered page breakdowns from se
   it('never reads a build of the earlier layout, and builds its day anew', async () => {
     const day = 20260605;
     const old = '01900000-0000-7000-8000-0000000000d5';
-    // The day's build as migration 0021 found it: of layout 0, without title names.
+    // The day's build replaced by one of layout 0 (as migration 0021 finds them) whose one
+    // session has a title it names: were that build read, the title would show.
     await h.ch.command(
       `ALTER TABLE session_pages_builds DELETE WHERE site_id = {s:UInt32} AND partition = {d:UInt32}
        SETTINGS mutations_sync = 2`,
