@@ -13,11 +13,12 @@ const [url, headers] = process.argv.slice(2);
 if (!url || !headers) throw new Error('usage: download.ts URL HEADERS_JSON');
 const t0 = performance.now();
 const cpu0 = process.cpuUsage();
+const fail = (message: string): never => {
+  console.error(`export: ${message}`);
+  process.exit(1);
+};
 get(url, { headers: JSON.parse(headers) as Record<string, string> }, (res) => {
-  if (res.statusCode !== 200) {
-    console.error(`export: HTTP ${res.statusCode}`);
-    process.exit(1);
-  }
+  if (res.statusCode !== 200) fail(`HTTP ${res.statusCode}`);
   let lines = 0;
   let bytes = 0;
   res.on('data', (chunk: Buffer) => {
@@ -36,11 +37,5 @@ get(url, { headers: JSON.parse(headers) as Record<string, string> }, (res) => {
       }),
     );
   });
-  res.on('error', (err) => {
-    console.error(`export: ${err.message}`);
-    process.exit(1);
-  });
-}).on('error', (err) => {
-  console.error(`export: ${err.message}`);
-  process.exit(1);
-});
+  res.on('error', (err) => fail(err.message));
+}).on('error', (err) => fail(err.message));
