@@ -978,6 +978,46 @@ describe('export', () => {
     expect(parseCsv(await res.text())).toEqual([Object.keys(exported({})[0]!)]);
   });
 
+  it('events on either side of UTC midnights (the days an export is read by), each once in order', async () => {
+    const site = await h.tenant();
+    const midnight = Date.parse('2026-06-02T00:00:00.000Z');
+    const day = 86_400_000;
+    // Both sides of two midnights, a tie on the second, a day without events, the range's last ms.
+    const offsets = [-day / 2, -1, 0, day - 1, day, day, 3 * day + 5, 4 * day - 1];
+    const template = { ...events[0]!, site_id: site.siteId };
+    const stored = offsets.map((ms, i): StoredEvent => {
+      const iso = new Date(midnight + ms).toISOString();
+      return {
+        ...template,
+        timestamp: `${iso.slice(0, 10)} ${iso.slice(11, 23)}`,
+        // Ids out of time order among equal times: the tie is broken by the id, not the insert.
+        event_id: uuidv7(midnight + ms + (i === 4 ? 5 : 0)),
+        pathname: `/at-${i}`,
+      };
+    });
+    await insertEvents(h.ch, [...stored].reverse());
+    const expected = [...stored].sort(compareEvents).map((e) => e.pathname);
+    expect(expected).toHaveLength(offsets.length);
+    const ranges = [{}, { startDate: '2026-06-01', endDate: '2026-06-05' }];
+    for (const range of ranges) {
+      const res = await h.request(`/api/sites/${site.siteId}/export?${query(range)}`, { key: site.key });
+      const lines = (await res.text()).trimEnd().split('\n');
+      expect(lines.map((l) => (JSON.parse(l) as { pathname: string }).pathname)).toEqual(expected);
+    }
+    // A range in Berlin's time: its bounds, not the UTC days, decide which events are in it.
+    const berlin = { startDate: '2026-06-02', endDate: '2026-06-02', timeZone: 'Europe/Berlin' };
+    const res = await h.request(`/api/sites/${site.siteId}/export?${query(berlin)}`, { key: site.key });
+    const inBerlin = stored.filter((e) => {
+      const at = Date.parse(`${e.timestamp.replace(' ', 'T')}Z`);
+      return at >= midnight - 2 * 3_600_000 && at < midnight + day - 2 * 3_600_000;
+    });
+    expect(inBerlin.length).toBeGreaterThan(1);
+    const lines = (await res.text()).trimEnd().split('\n');
+    expect(lines.map((l) => (JSON.parse(l) as { pathname: string }).pathname)).toEqual(
+      inBerlin.sort(compareEvents).map((e) => e.pathname),
+    );
+  });
+
   it('a download abandoned midway cancels its query and the engine keeps serving', async () => {
     const res = await h.request(`/api/sites/${tenant.siteId}/export`, { key: tenant.key });
     const reader = res.body!.getReader();
