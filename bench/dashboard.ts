@@ -1,6 +1,6 @@
 import { resolve } from 'node:path';
 import { CHROMIUM, hasChromium, launchChromium } from '../test/browser';
-import { runEntry, type StartedServer, startEntry } from '../test/processes';
+import { runEntry, type StartedServer, startEntry, startFlags } from '../test/processes';
 
 function option(args: string[], name: string): string | undefined {
   const i = args.indexOf(`--${name}`);
@@ -29,7 +29,7 @@ export async function benchDashboard(args: string[]): Promise<void> {
   let server: StartedServer | undefined;
   const browser = await launchChromium();
   try {
-    server = await startEntry('apps/server/src/main.ts', env);
+    server = await startEntry('apps/server/src/main.ts', env, startFlags());
     const firstChart: number[] = [];
     const filled: number[] = [];
     for (let i = 0; i < runs + 1; i++) {

@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { createClickHouse, embeddedClickHousePath } from '@trackhouse/clickhouse';
-import { runEntry, type StartedServer, startEntry } from '../test/processes';
+import { runEntry, type StartedServer, startEntry, startFlags } from '../test/processes';
 import { makeEvents } from './payloads';
 
 const HERE = fileURLToPath(new URL('.', import.meta.url));
@@ -75,13 +75,8 @@ export async function benchIngest(args: string[]): Promise<void> {
   const connections = Number(args[args.indexOf('--connections') + 1]) || 50;
   const batchSize = 100;
   const dataDir = mkdtempSync(join(tmpdir(), 'trackhouse-bench-'));
-  // The same runtime settings as `pnpm start` (package.json).
-  const env = {
-    DATA_DIR: dataDir,
-    LOG_LEVEL: 'info',
-    UV_THREADPOOL_SIZE: '16',
-    NODE_OPTIONS: '--max-semi-space-size=64',
-  };
+  // The same runtime settings as `pnpm start` (package.json), its Node flags with startFlags().
+  const env = { DATA_DIR: dataDir, LOG_LEVEL: 'info', UV_THREADPOOL_SIZE: '16' };
   let server: StartedServer | undefined;
   let trivial: StartedServer | undefined;
   try {
@@ -113,11 +108,11 @@ export async function benchIngest(args: string[]): Promise<void> {
     await trivial.stop();
     trivial = undefined;
 
-    server = await startEntry('apps/server/src/main.ts', { ...env, ...limits });
+    server = await startEntry('apps/server/src/main.ts', { ...env, ...limits }, startFlags());
     await enableEveryFeature(server.url, siteId, apiKey);
     runWrk(server.url, { bodiesFile, path, seconds: 2, connections, auth }); // warm-up: caches, JIT
     const warmup = await countStored(server, dataDir, siteId, true);
-    server = await startEntry('apps/server/src/main.ts', { ...env, ...limits });
+    server = await startEntry('apps/server/src/main.ts', { ...env, ...limits }, startFlags());
     const run = runWrk(server.url, { bodiesFile, path, seconds, connections, auth });
     const stored = (await countStored(server, dataDir, siteId, false)) - warmup;
     server = undefined;

@@ -2,7 +2,7 @@ import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'no
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { createClickHouse } from '@trackhouse/clickhouse';
-import { runEntry, type StartedServer, startEntry } from '../test/processes';
+import { runEntry, type StartedServer, startEntry, startFlags } from '../test/processes';
 
 export function option(args: string[], name: string): string | undefined {
   const i = args.indexOf(`--${name}`);
@@ -234,7 +234,7 @@ export async function benchQuery(args: string[]): Promise<void> {
         await ch.close();
       }
     }
-    server = await startEntry('apps/server/src/main.ts', env);
+    server = await startEntry('apps/server/src/main.ts', env, startFlags());
     const base = `${server.url}/api/sites/${siteId}`;
     const headers = { authorization: `Bearer ${apiKey}`, 'content-type': 'application/json' };
     // The bench's goals, made once per data directory: a second run reuses them, so the goal

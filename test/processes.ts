@@ -1,4 +1,5 @@
 import { type ChildProcess, spawn } from 'node:child_process';
+import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
@@ -58,10 +59,28 @@ export interface StartedServer {
   stop: (signal?: NodeJS.Signals) => Promise<number | null>;
 }
 
-/** Starts a server entry point on a free port and resolves once it printed its URL. */
-export function startEntry(entry: string, env: Record<string, string | undefined>): Promise<StartedServer> {
+/**
+ * The Node flags `pnpm start` runs the server with (package.json's `start`, those with a value):
+ * the benches start the server with them, as it runs.
+ */
+export function startFlags(): string[] {
+  const { scripts } = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as {
+    scripts: Record<string, string>;
+  };
+  return scripts.start?.match(/--[a-z-]+=\d+/g) ?? [];
+}
+
+/**
+ * Starts a server entry point on a free port and resolves once it printed its URL; `nodeFlags`
+ * go to Node before the entry.
+ */
+export function startEntry(
+  entry: string,
+  env: Record<string, string | undefined>,
+  nodeFlags: string[] = [],
+): Promise<StartedServer> {
   return new Promise((resolveStart, reject) => {
-    const child = spawn(process.execPath, ['--import', 'tsx', join(ROOT, entry)], {
+    const child = spawn(process.execPath, [...nodeFlags, '--import', 'tsx', join(ROOT, entry)], {
       cwd: ROOT,
       env: { ...cleanEnv(), PORT: '0', LOG_LEVEL: 'warn', ...env },
       stdio: ['ignore', 'pipe', 'pipe'],
