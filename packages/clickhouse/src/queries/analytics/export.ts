@@ -112,11 +112,15 @@ export async function* exportEvents(
   if (header) yield CSV_HEADER;
 }
 
-/** The UTC days (days since 1970-01-01) the range's events fall on, in order. */
+/**
+ * The UTC days (days since 1970-01-01) the range's events fall on, in order: from their
+ * milliseconds, which the `Date` type's range (to 2149) does not bound.
+ */
 async function eventDays(ch: ClickHouse, siteId: number, common: CommonParams): Promise<number[]> {
   const p = new Params();
   const rows = await ch.query<{ d: number }>(
-    `SELECT toUInt32(toDate(timestamp)) AS d FROM events WHERE ${rangeCondition(p, siteId, common)}
+    `SELECT intDiv(toUnixTimestamp64Milli(timestamp), ${p.bind('Int64', DAY_MS)}) AS d
+     FROM events WHERE ${rangeCondition(p, siteId, common)}
      GROUP BY d ORDER BY d`,
     p.values,
   );
