@@ -3,7 +3,7 @@ import type { ClickHouse } from '../../client';
 import { type CommonParams, matchAny, Params, rangeBounds } from '../builder';
 import { keyHash, listedSessionsLimit, type PageNames, pathHash, readPageNames } from './paths';
 import { type Settled, settledParts } from './rollup';
-import { rowFilterCondition, rowFiltersApply, unsureApply } from './row-filters';
+import { rowFilterCondition, rowFiltersApply, UNSURE_ROW, unsureApply } from './row-filters';
 import { ADJACENT_EQUAL, addDays, NEXT_GAPS } from './shared';
 import {
   addCounts,
@@ -181,7 +181,7 @@ async function buildDay(ch: ClickHouse, siteId: number, d: SettledDay): Promise<
         f.first_event.browser_version, f.first_event.operating_system, f.first_event.operating_system_version,
         f.first_event.device_type, f.first_event.language),
        f.paths, f.constants_low, f.constants_high,
-       s.pvs, s.tied OR s.overflows OR ti.title_overflows, f.constants_high != f.constants_low,
+       s.pvs, s.tied OR s.overflows OR ti.title_overflows, ${UNSURE_ROW},
        s.page_hashes, s.page_counts,
        ti.title_paths, ti.titles, ti.title_hash_counts,
        s.entry_hash, s.entry_gap, s.exit_hash, s.exit_gap
