@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { mkdir, readFile, rename, stat, utimes, writeFile } from 'node:fs/promises';
+import { link, mkdir, readFile, rename, stat, unlink, utimes, writeFile } from 'node:fs/promises';
 import { hostname } from 'node:os';
 import { join } from 'node:path';
 
@@ -40,8 +40,9 @@ export async function claimBufferSlot(base: string): Promise<BufferSlot> {
       async release() {
         clearInterval(timer);
         heldHere.delete(owner);
-        // Marks the slot free at once: the next process need not wait for it to go stale.
-        if ((await readFile(lock, 'utf8').catch(() => '')) === owner) await writeFile(lock, '');
+        // Frees the slot at once: the next process need not wait for it to go stale. (An empty
+        // lock, as earlier versions left on release, is free too.)
+        if ((await readFile(lock, 'utf8').catch(() => '')) === owner) await unlink(lock).catch(() => {});
       },
     };
   }
@@ -68,18 +69,35 @@ function holderIsGone(content: string): boolean {
 }
 
 async function tryLock(lock: string, owner: string): Promise<boolean> {
+  // The lock appears whole: written aside, then linked to its name (which fails where one
+  // exists). Created in place, it was empty for a moment, and an empty lock is a released one:
+  // another claim reading it then took the slot too.
+  const temp = `${lock}.${randomBytes(4).toString('hex')}`;
+  await writeFile(temp, owner);
   try {
-    await writeFile(lock, owner, { flag: 'wx' });
+    await link(temp, lock);
+    await unlink(temp);
     return true;
   } catch (err) {
-    if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
+    if ((err as NodeJS.ErrnoException).code !== 'EEXIST') {
+      // A file system without hard links: created in place, as before.
+      await unlink(temp).catch(() => {});
+      try {
+        await writeFile(lock, owner, { flag: 'wx' });
+        return true;
+      } catch (again) {
+        if ((again as NodeJS.ErrnoException).code !== 'EEXIST') throw again;
+      }
+      await writeFile(temp, owner);
+    }
   }
   const [content, info] = await Promise.all([readFile(lock, 'utf8'), stat(lock)]);
   const free = content === '' || Date.now() - info.mtimeMs > STALE_MS || holderIsGone(content);
-  if (!free) return false;
+  if (!free) {
+    await unlink(temp);
+    return false;
+  }
   // Take over through a rename (atomic), then check nobody else took it in the same moment.
-  const temp = `${lock}.${randomBytes(4).toString('hex')}`;
-  await writeFile(temp, owner);
   await rename(temp, lock);
   await new Promise((r) => setTimeout(r, 200));
   return (await readFile(lock, 'utf8')) === owner;
