@@ -3,7 +3,9 @@ import { tempDir } from '../../../test/helpers';
 
 // A file created in place (`wx`) is written 300 ms after it appears, as on a busy thread pool
 // (creating and writing are separate tasks there): meanwhile it is empty, as a released lock
-// was. The file system is the real one; only that delay is added.
+// was. And a lock found taken can be released by its holder right then (`onTaken`). The file
+// system is the real one; only that delay and that moment are added.
+const moments = vi.hoisted(() => ({ onTaken: undefined as (() => Promise<void>) | undefined }));
 vi.mock('node:fs/promises', async (original) => {
   const fs = await original<typeof import('node:fs/promises')>();
   const writeFile = async (path: string, data: string, options?: { flag?: string }) => {
@@ -16,7 +18,17 @@ vi.mock('node:fs/promises', async (original) => {
       await handle.close();
     }
   };
-  return { ...fs, writeFile, default: { ...fs, writeFile } };
+  const link = async (from: string, to: string) => {
+    try {
+      await fs.link(from, to);
+    } catch (err) {
+      const release = moments.onTaken;
+      moments.onTaken = undefined;
+      await release?.();
+      throw err;
+    }
+  };
+  return { ...fs, writeFile, link, default: { ...fs, writeFile, link } };
 });
 
 const { claimBufferSlot } = await import('../src/writer/slots');
@@ -35,5 +47,16 @@ describe('ingest buffer slots, a lock file written late', () => {
       expect(new Set(claims.map((c) => c.dir)).size).toBe(4);
       await Promise.all(claims.map((c) => c.release()));
     }
+  });
+
+  it('takes a slot whose holder releases it while the claim looks at its lock', async () => {
+    const base = await tempDir('slots-release');
+    cleanups.push(base.remove);
+    const held = await claimBufferSlot(base.path);
+    moments.onTaken = () => held.release();
+    const next = await claimBufferSlot(base.path);
+    expect(moments.onTaken).toBeUndefined();
+    expect(next.dir).toBe(held.dir);
+    await next.release();
   });
 });

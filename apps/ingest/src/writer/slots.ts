@@ -69,30 +69,18 @@ function holderIsGone(content: string): boolean {
 }
 
 async function tryLock(lock: string, owner: string): Promise<boolean> {
-  // The lock appears whole: written aside, then linked to its name (which fails where one
-  // exists). Created in place, it was empty for a moment, and an empty lock is a released one:
-  // another claim reading it then took the slot too.
   const temp = `${lock}.${randomBytes(4).toString('hex')}`;
   await writeFile(temp, owner);
-  try {
-    await link(temp, lock);
-    await unlink(temp);
+  if (await createLock(temp, lock, owner)) {
+    await unlink(temp).catch(() => {});
     return true;
-  } catch (err) {
-    if ((err as NodeJS.ErrnoException).code !== 'EEXIST') {
-      // A file system without hard links: created in place, as before.
-      await unlink(temp).catch(() => {});
-      try {
-        await writeFile(lock, owner, { flag: 'wx' });
-        return true;
-      } catch (again) {
-        if ((again as NodeJS.ErrnoException).code !== 'EEXIST') throw again;
-      }
-      await writeFile(temp, owner);
-    }
   }
-  const [content, info] = await Promise.all([readFile(lock, 'utf8'), stat(lock)]);
-  const free = content === '' || Date.now() - info.mtimeMs > STALE_MS || holderIsGone(content);
+  // Gone meanwhile (its holder released it): free, taken over like an empty one.
+  const held = await Promise.all([readFile(lock, 'utf8'), stat(lock)]).catch((err: NodeJS.ErrnoException) => {
+    if (err.code === 'ENOENT') return undefined;
+    throw err;
+  });
+  const free = !held || held[0] === '' || Date.now() - held[1].mtimeMs > STALE_MS || holderIsGone(held[0]);
   if (!free) {
     await unlink(temp);
     return false;
@@ -101,4 +89,27 @@ async function tryLock(lock: string, owner: string): Promise<boolean> {
   await rename(temp, lock);
   await new Promise((r) => setTimeout(r, 200));
   return (await readFile(lock, 'utf8')) === owner;
+}
+
+/**
+ * Creates the lock holding `owner` (written aside in `temp`), false where one exists. It appears
+ * whole, linked to its name: created in place, it was empty for a moment, and an empty lock is a
+ * released one, so another claim reading it then took the slot too.
+ */
+async function createLock(temp: string, lock: string, owner: string): Promise<boolean> {
+  const exists = (err: unknown) => (err as NodeJS.ErrnoException).code === 'EEXIST';
+  try {
+    await link(temp, lock);
+    return true;
+  } catch (err) {
+    if (exists(err)) return false;
+  }
+  // A file system without hard links: created in place, as before.
+  try {
+    await writeFile(lock, owner, { flag: 'wx' });
+    return true;
+  } catch (err) {
+    if (exists(err)) return false;
+    throw err;
+  }
 }
