@@ -83,8 +83,10 @@ GROUP BY site_id, session_id;
 
 -- Every session again, whole: the rows merge with the stored ones (each column a min, max or
 -- set union of the same events), filling the new columns. A large history's GROUP BY spills
--- to disk instead of holding every session in memory.
-INSERT INTO session_facts
+-- to disk instead of holding every session in memory. The columns named: the table has more
+-- since (0024), each with a default of its own.
+INSERT INTO session_facts (site_id, session_id, session_start, session_end, user_id, user_key,
+    first_event, entry, exit, identified, pageview_ids, event_ids, paths, constants_low, constants_high)
 SELECT
     site_id,
     session_id,

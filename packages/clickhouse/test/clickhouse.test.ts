@@ -15,6 +15,7 @@ import {
   rollupSessionRows,
   type Settled,
   splitStatements,
+  VISITOR_ATTRIBUTES,
   withParams,
   withReadLimits,
 } from '../src';
@@ -832,6 +833,108 @@ describe('migration 0015: what a filter needs on the session rows', () => {
     } finally {
       await ch.command('DROP TABLE IF EXISTS scratch_0015');
     }
+  });
+});
+
+describe('migration 0024: the visitor attributes as columns of the session rows', () => {
+  const site = 45;
+  const session = (n: number) => `0190a6c0-0000-7000-8000-00000000240${n}`;
+  const event = (n: number, s: number, at: string, attributes: Record<string, string>) => ({
+    ...row(site, `0190a6c0-0000-7000-8000-0000000024${String(n).padStart(2, '0')}`, at),
+    session_id: session(s),
+    user_id: `00000000000024${String(s).padStart(2, '0')}`,
+    ...attributes,
+  });
+  const attributes = ['country', 'browser', 'operating_system', 'device_type', 'language'] as const;
+  /** Each stored row (unmerged: one per insert) with its columns and its first event's values. */
+  const stored = (final: boolean) =>
+    ch.query<Record<string, string>>(
+      `SELECT toString(session_id) AS id,
+         ${attributes.map((a) => `visitor_${a} AS ${a}, tupleElement(first_event, '${a}') AS first_${a}`).join(', ')}
+       FROM session_facts${final ? ' FINAL' : ''} WHERE site_id = ${site} ORDER BY id, country`,
+    );
+  const firstOf = (r: Record<string, string>) =>
+    Object.fromEntries(attributes.map((a) => [a, r[`first_${a}`]]));
+  const columnsOf = (r: Record<string, string>) => Object.fromEntries(attributes.map((a) => [a, r[a]]));
+  const visitorColumns = async () =>
+    (
+      await ch.query<{ n: number }>(
+        `SELECT count() AS n FROM system.columns
+         WHERE database = currentDatabase() AND table = {t:String} AND startsWith(name, 'visitor_')`,
+        { t: storage('session_facts') },
+      )
+    )[0]!.n;
+
+  it("fills each row's columns from its first event as the events arrive, kept by a merge", async () => {
+    const de = {
+      country: 'DE',
+      browser: 'Firefox',
+      operating_system: 'Linux',
+      device_type: 'desktop',
+      language: 'de',
+    };
+    const us = {
+      country: 'US',
+      browser: 'Safari',
+      operating_system: 'iOS',
+      device_type: 'mobile',
+      language: 'en',
+    };
+    // Session 1 in two inserts (two rows until merged), its later insert first; session 2 whole.
+    await ch.writer.insert({
+      table: 'events',
+      values: [event(2, 1, '2026-11-21 09:00:02.000', de)],
+      format: 'JSONEachRow',
+    });
+    await ch.writer.insert({
+      table: 'events',
+      values: [event(1, 1, '2026-11-21 09:00:01.000', de), event(3, 2, '2026-11-21 09:00:03.000', us)],
+      format: 'JSONEachRow',
+    });
+    const rows = await stored(false);
+    expect(rows.map((r) => r.id)).toEqual([session(1), session(1), session(2)]);
+    for (const r of rows) expect(columnsOf(r)).toEqual(firstOf(r));
+    expect(rows.map(columnsOf)).toEqual([de, de, us]);
+    expect((await stored(true)).map(columnsOf)).toEqual([de, us]);
+  });
+
+  it('fills rows stored before it, and running it again changes nothing', async () => {
+    const before = await stored(true);
+    expect(before).toHaveLength(2);
+    // On a cluster, the local tables and the Distributed one, as the migration's cluster form.
+    const dropped = (a: string) =>
+      ch.cluster
+        ? [storage('session_facts'), 'session_facts'].map(
+            (t) => `ALTER TABLE ${t} ON CLUSTER ${ch.cluster} DROP COLUMN visitor_${a}`,
+          )
+        : [`ALTER TABLE session_facts DROP COLUMN visitor_${a}`];
+    const plan = await planClickHouseMigrations(CLICKHOUSE_MIGRATIONS, ch.cluster);
+    const migration = plan.find((m) => m.file === '0024_session_facts_visitor_columns.sql')!;
+    expect(migration.statements.length).toBeGreaterThan(1);
+    try {
+      // The table as it was before the migration: its parts without the columns.
+      for (const a of VISITOR_ATTRIBUTES) for (const statement of dropped(a)) await ch.command(statement);
+      expect(await visitorColumns()).toBe(0);
+    } finally {
+      for (const time of [1, 2]) {
+        for (const statement of migration.statements) await ch.command(statement);
+        expect(await visitorColumns(), `run ${time}`).toBe(VISITOR_ATTRIBUTES.length);
+        expect(await stored(true), `run ${time}`).toEqual(before);
+      }
+    }
+    // The mutation writes the columns into the parts stored before (their values no longer read
+    // from the tuple).
+    await ch.command(
+      `ALTER TABLE ${storage('session_facts')} MATERIALIZE COLUMN visitor_country SETTINGS mutations_sync = 2`,
+    );
+    const [written] = await ch.query<{ parts: number; filled: number }>(
+      `SELECT uniqExact(name) AS parts, uniqExactIf(name, column = 'visitor_country') AS filled
+       FROM system.parts_columns WHERE database = currentDatabase() AND table = {t:String} AND active`,
+      { t: storage('session_facts') },
+    );
+    expect(written!.parts).toBeGreaterThan(0);
+    expect(written!.filled).toBe(written!.parts);
+    expect(await stored(true)).toEqual(before);
   });
 });
 

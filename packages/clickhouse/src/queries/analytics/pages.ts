@@ -388,7 +388,7 @@ export async function sessionPageCounts(
     passingPaths = p.bind('Array(UInt64)', full);
     matching = full.map((h) => Number(h >> 16n));
   }
-  const counted = `${rows(p, true)} AND ${rowFilterCondition(p, siteId, common, passingPaths)(false)}`;
+  const counted = `${rows(p, true)} AND ${rowFilterCondition(p, 'session_pages', siteId, common, passingPaths)(false)}`;
   // The elements of `values` (arrays of one length with `paths`) whose path passes, each as an
   // array under its alias: without a path filter, every element.
   const set = matching && p.bind('Array(UInt64)', matching);

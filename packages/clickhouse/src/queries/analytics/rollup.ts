@@ -285,7 +285,7 @@ function factRows(
   }: { only?: Only; restrict?: (p: Params) => string; byRow: boolean; unsure: Unsure | undefined },
 ): string {
   const inside = insideRange(p, siteId, common, only, restrict);
-  const passes = byRow ? rowFilterCondition(p, siteId, common) : undefined;
+  const passes = byRow ? rowFilterCondition(p, 'session_facts', siteId, common) : undefined;
   // The unsure sessions are left to their events.
   const sure =
     unsure && unsure.ids.length > 0 ? ` AND session_id NOT IN ${p.bind('Array(UUID)', unsure.ids)}` : '';

@@ -23,6 +23,11 @@ import { rollupElement, rollupSize, VISITOR_ATTRIBUTES } from './shared';
  * browser) are looked up first, through the skip index of 0015, and left out of the rows by id
  * to be tested on their events: comparing every row's two hashes instead cost 15-80 ms of a
  * filtered answer at 10 M events. Where no filter is on a constant attribute, none is needed.
+ *
+ * On `session_facts`, a constant attribute is read from its own dictionary-encoded column
+ * (`visitor_country`…, migration 0024), which holds the value of one of the session's events:
+ * the first event's wherever the row is tested. `session_pages` keeps them in its `first_event`
+ * tuple, dictionary-encoded too (0023).
  */
 
 /** Attributes that come from the visitor's address and browser: the hashes of 0015 cover them. */
@@ -43,10 +48,17 @@ export const rowFiltersApply = (ch: ClickHouse, common: CommonParams) =>
       CONSTANT_ATTRIBUTES.has(f.parameter) || f.parameter === 'pathname' || SESSION_PAGES.has(f.parameter),
   );
 
+/** The per-session table a row filter reads. */
+export type SessionRows = 'session_facts' | 'session_pages';
+
+/** A constant attribute of a row of `rows` (0024 for `session_facts`, 0016 for `session_pages`). */
+const constantColumn = (rows: SessionRows, parameter: FilterParameter, final: boolean) =>
+  rows === 'session_facts' ? `visitor_${parameter}` : rollupElement('first_event', parameter)(final);
+
 /** A filter's test on the row (not a path filter): on its first event's value or its own page. */
-function rowTest(p: Params, f: Filter, final: boolean): string {
+function rowTest(p: Params, rows: SessionRows, f: Filter, final: boolean): string {
   const page = SESSION_PAGES.get(f.parameter);
-  if (!page) return `(${matchAny(p, rollupElement('first_event', f.parameter)(final), f.type, f.value)})`;
+  if (!page) return `(${matchAny(p, constantColumn(rows, f.parameter, final), f.type, f.value)})`;
   // A session without pageviews has no entry or exit page: no such filter passes it.
   return `(${rollupSize('pageview_ids')(final)} > 0 AND ${matchAny(p, rollupElement(page, 'pathname')(final), f.type, f.value)})`;
 }
@@ -58,6 +70,7 @@ function rowTest(p: Params, f: Filter, final: boolean): string {
  */
 export function rowFilterCondition(
   p: Params,
+  rows: SessionRows,
   siteId: number,
   common: CommonParams,
   passingPaths?: string,
@@ -66,7 +79,7 @@ export function rowFilterCondition(
   // paths' subquery is then one and the same text.
   const attributes = common.filters
     .filter((f) => f.parameter !== 'pathname')
-    .map((f) => [false, true].map((final) => rowTest(p, f, final)));
+    .map((f) => [false, true].map((final) => rowTest(p, rows, f, final)));
   const paths = common.filters
     .filter((f) => f.parameter === 'pathname')
     .map((f) => `(${matchAny(p, 'pathname', f.type, f.value)})`);
