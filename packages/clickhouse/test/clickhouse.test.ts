@@ -947,6 +947,26 @@ describe('migration 0024: the visitor attributes as columns of the session rows'
     expect(written!.filled).toBe(written!.parts);
     expect(await stored(true)).toEqual(before);
   });
+
+  it('leaves a table that can be created again from its columns (every one a key or an aggregate)', async () => {
+    // The engine refuses a table whose columns include one that is neither (a node added to a
+    // cluster, a copy for a backfill, would fail to create it).
+    await ch.command('DROP TABLE IF EXISTS scratch_0024');
+    try {
+      await ch.command(
+        `CREATE TABLE scratch_0024 AS ${storage('session_facts')}
+         ENGINE = AggregatingMergeTree ORDER BY (site_id, UUIDv7ToDateTime(session_id), session_id)`,
+      );
+      const [types] = await ch.query<{ n: number }>(
+        `SELECT countIf(type = 'SimpleAggregateFunction(any, LowCardinality(String))') AS n
+         FROM system.columns
+         WHERE database = currentDatabase() AND table = 'scratch_0024' AND startsWith(name, 'visitor_')`,
+      );
+      expect(types?.n).toBe(VISITOR_ATTRIBUTES.length);
+    } finally {
+      await ch.command('DROP TABLE IF EXISTS scratch_0024');
+    }
+  });
 });
 
 describe('splitStatements', () => {
