@@ -6,9 +6,8 @@
 -- takes from one of the rows merged, holds it as well as `first_event` does. (The tuple's own
 -- elements cannot be dictionaries: the `min` of such a tuple is a tuple of text. A plain column
 -- would merge the same way, but the engine refuses to create a table with one that is neither
--- a key nor an aggregate.) With a country
--- filter, the filtered overview's session rows took 165-170 instead of 187-197 ms at 10 M bench
--- events (docs/benchmarks.md).
+-- a key nor an aggregate.) With a country filter, the filtered overview's session rows took
+-- 165-170 instead of 187-197 ms at 10 M bench events (docs/benchmarks.md).
 --
 -- Each column's default is its `first_event` element: a row the view of 0015 inserts (which
 -- does not name them) takes its values from its own first event, and a part stored before this
