@@ -1,3 +1,4 @@
+import { readdir } from 'node:fs/promises';
 import { afterAll, describe, expect, it, vi } from 'vitest';
 import { tempDir } from '../../../test/helpers';
 
@@ -46,6 +47,8 @@ describe('ingest buffer slots, a lock file written late', () => {
       const claims = await Promise.all(Array.from({ length: 4 }, () => claimBufferSlot(base.path)));
       expect(new Set(claims.map((c) => c.dir)).size).toBe(4);
       await Promise.all(claims.map((c) => c.release()));
+      // No lock written aside is left in a slot.
+      for (const c of claims) expect((await readdir(c.dir)).filter((n) => n.startsWith('LOCK'))).toEqual([]);
     }
   });
 

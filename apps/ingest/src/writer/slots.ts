@@ -71,24 +71,27 @@ function holderIsGone(content: string): boolean {
 async function tryLock(lock: string, owner: string): Promise<boolean> {
   const temp = `${lock}.${randomBytes(4).toString('hex')}`;
   await writeFile(temp, owner);
-  if (await createLock(temp, lock, owner)) {
-    await unlink(temp).catch(() => {});
-    return true;
+  let renamed = false;
+  try {
+    if (await createLock(temp, lock, owner)) return true;
+    // Gone meanwhile (its holder released it): free, taken over like an empty one.
+    const held = await Promise.all([readFile(lock, 'utf8'), stat(lock)]).catch(
+      (err: NodeJS.ErrnoException) => {
+        if (err.code === 'ENOENT') return undefined;
+        throw err;
+      },
+    );
+    const free = !held || held[0] === '' || Date.now() - held[1].mtimeMs > STALE_MS || holderIsGone(held[0]);
+    if (!free) return false;
+    // Take over through a rename (atomic), then check nobody else took it in the same moment.
+    await rename(temp, lock);
+    renamed = true;
+    await new Promise((r) => setTimeout(r, 200));
+    return (await readFile(lock, 'utf8')) === owner;
+  } finally {
+    // The copy written aside is never left behind, whatever happened.
+    if (!renamed) await unlink(temp).catch(() => {});
   }
-  // Gone meanwhile (its holder released it): free, taken over like an empty one.
-  const held = await Promise.all([readFile(lock, 'utf8'), stat(lock)]).catch((err: NodeJS.ErrnoException) => {
-    if (err.code === 'ENOENT') return undefined;
-    throw err;
-  });
-  const free = !held || held[0] === '' || Date.now() - held[1].mtimeMs > STALE_MS || holderIsGone(held[0]);
-  if (!free) {
-    await unlink(temp);
-    return false;
-  }
-  // Take over through a rename (atomic), then check nobody else took it in the same moment.
-  await rename(temp, lock);
-  await new Promise((r) => setTimeout(r, 200));
-  return (await readFile(lock, 'utf8')) === owner;
 }
 
 /**
