@@ -202,6 +202,14 @@ const SCENARIOS: Scenario[] = [
     filters: [f('country', 'equals', 'NZ'), f('pathname', 'contains', 'pricing')],
     buckets: ['hour'],
   },
+  // An attribute filter naming no path: of that session, only its tablet pageview matches (the
+  // session counts, with one matching pageview of its two).
+  {
+    startDate: '2026-03-21',
+    endDate: '2026-03-21',
+    filters: [f('device_type', 'equals', 'tablet')],
+    buckets: ['hour'],
+  },
   // A negative entry page filter over sessions without pageviews (none to match).
   {
     startDate: '2026-03-14',

@@ -11,7 +11,7 @@ import {
   type SessionRowField,
   type Settled,
 } from './rollup';
-import { rowFiltersApply, unsureApply } from './row-filters';
+import { rowFiltersApply, rowPageviewsApply, unsureApply } from './row-filters';
 import { addDays, countedSessions, daysBetween, ratio, SESSION_MS } from './shared';
 import { inPartitions, type KeyedCounts, settledPartsQuery, summarizedDays } from './summaries';
 import { rangeVisitors, visitorDaysApply } from './visitors';
@@ -130,7 +130,8 @@ type OverviewTotals = SessionTotals & { pageviews: number; users: number };
  * The overview's totals from the rollups. Every event in range of a counted session that matches
  * the filters counts (with no filters: every event of it), and a session has one anonymous
  * visitor: the users follow from the sessions, the pageviews from their matching pageviews (or,
- * where the filters are tested on the session rows, from the matching pageview events counted).
+ * where the filters are tested on the session rows and one is on the path, from the matching
+ * pageview events counted).
  * Unfiltered, the days whose sessions lie in range and have a summary of their session totals
  * (`sessionTotalDays`) add those totals. The distinct visitors of a long enough closed range
  * come from the days they have events on (`rangeVisitors`); otherwise from the counted sessions,
@@ -157,9 +158,13 @@ async function rollupOverview(
   counting?.catch(() => {});
   const withKeys = !sessionsOnly && counting === undefined;
   // Filters tested on the session rows leave no matching events to count the pageviews from:
-  // they are counted apart, on another read connection meanwhile.
+  // with a path filter they are counted apart, on another read connection meanwhile; without
+  // one, every pageview of a row that passes matches, and the rows give them.
+  const rowPageviews = !sessionsOnly && rowPageviewsApply(ch, common);
   const matchingPageviews =
-    !sessionsOnly && rowFiltersApply(ch, common) ? countMatchingPageviews(ch, siteId, common) : undefined;
+    !sessionsOnly && !rowPageviews && rowFiltersApply(ch, common)
+      ? countMatchingPageviews(ch, siteId, common)
+      : undefined;
   matchingPageviews?.catch(() => {});
   const [days, edges] = await Promise.all([
     unfiltered ? sessionTotalDays(ch, siteId, common, settled) : undefined,
@@ -170,6 +175,7 @@ async function rollupOverview(
   const rows = await rollupSessionRows(ch, p, siteId, common, fields, settled, {
     restrict: days && ((q) => inPartitions(q, days.partitions, true)),
     edges,
+    matchedPageviews: rowPageviews,
   });
   const pageviews =
     matchingPageviews !== undefined || (sessionsOnly && rowFiltersApply(ch, common))

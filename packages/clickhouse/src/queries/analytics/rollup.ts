@@ -1,6 +1,12 @@
 import type { ClickHouse } from '../../client';
 import { type CommonParams, Params, rangeBounds, rangeCondition } from '../builder';
-import { rowFilterCondition, rowFiltersApply, UNSURE_ROW, unsureApply } from './row-filters';
+import {
+  rowFilterCondition,
+  rowFiltersApply,
+  rowPageviewsApply,
+  UNSURE_ROW,
+  unsureApply,
+} from './row-filters';
 import {
   EVENT_ORDER,
   matchesFilters,
@@ -217,8 +223,9 @@ export function fromRollup(
  * out, so a caller passes it only where those cannot change its answer; `matchedFrom`
  * `events_by_name` reads them there, where `matching` keeps custom events or outbound clicks
  * only (a fifth of the rows, sorted by type first). `matched`: more
- * columns of each counted session, aggregates over its matching events. Call within
- * readRollup(), which gives `settled`.
+ * columns of each counted session, aggregates over its matching events. `matchedPageviews`
+ * (only where `rowPageviewsApply`): each row with `m_pageviews`, its matching pageviews, as the
+ * join gives them. Call within readRollup(), which gives `settled`.
  */
 export async function rollupSessionRows(
   ch: ClickHouse,
@@ -234,6 +241,7 @@ export async function rollupSessionRows(
     matching,
     matchedFrom,
     matched = [],
+    matchedPageviews = false,
   }: {
     only?: Only;
     restrict?: (p: Params) => string;
@@ -241,6 +249,7 @@ export async function rollupSessionRows(
     matching?: (p: Params) => string;
     matchedFrom?: 'events_by_name';
     matched?: string[];
+    matchedPageviews?: boolean;
   } = {},
 ): Promise<string> {
   // Filters tested on the rows (row-filters.ts): no matching events to join, but the sessions
@@ -253,14 +262,23 @@ export async function rollupSessionRows(
   const unsure = withUnsure
     ? (edges.unsure ?? (await unsureSessions(ch, siteId, common, settled, only, restrict)))
     : undefined;
+  if (matchedPageviews && !(byRow && rowPageviewsApply(ch, common))) {
+    throw new Error('matchedPageviews needs filters tested on the rows that name no path');
+  }
   const select = (final: boolean) =>
-    ['session_id', ...fields.map((f) => `${SESSION_ROW_FIELDS[f].rollup(final)} AS s_${f}`)].join(', ');
+    [
+      'session_id',
+      ...fields.map((f) => `${SESSION_ROW_FIELDS[f].rollup(final)} AS s_${f}`),
+      ...(matchedPageviews ? [`${SESSION_ROW_FIELDS.pageviews.rollup(final)} AS m_pageviews`] : []),
+    ].join(', ');
   const computed = computedSessions(edges, unsure);
   const rolled =
     byVisitorRows(p, siteId, common, fields, only, restrict, byRow, select) ??
     factRows(p, siteId, common, select, settled, { only, restrict, byRow, unsure });
   const rows =
-    computed.ids.length === 0 ? rolled : crossingRows(p, siteId, common, fields, computed, rolled, byRow);
+    computed.ids.length === 0
+      ? rolled
+      : crossingRows(p, siteId, common, fields, computed, rolled, byRow, matchedPageviews);
   if (common.filters.length === 0 || byRow) return rows;
   return `SELECT * FROM (${rows}) AS s
   INNER JOIN (${matchedSessions(p, siteId, common, matching?.(p), matched, matchedFrom)}) AS m USING session_id`;
@@ -382,7 +400,8 @@ function computedSessions(edges: Edges, unsure: Unsure | undefined): Computed {
 /**
  * `rolled` and the rows of sessions computed from their events in range (crossing sessions,
  * and with `byRow` the unsure ones), those with `byRow` kept when one of their events in range
- * matches every filter.
+ * matches every filter; with `matchedPageviews`, each with `m_pageviews`, its pageviews in range
+ * that match every filter.
  */
 function crossingRows(
   p: Params,
@@ -392,11 +411,16 @@ function crossingRows(
   sessions: Computed,
   rolled: string,
   byRow: boolean,
+  matchedPageviews: boolean,
 ): string {
   const near = sessions.near(p);
-  const computed = ['session_id', ...fields.map((f) => `${SESSION_ROW_FIELDS[f].events} AS s_${f}`)].join(
-    ', ',
-  );
+  const computed = [
+    'session_id',
+    ...fields.map((f) => `${SESSION_ROW_FIELDS[f].events} AS s_${f}`),
+    ...(matchedPageviews
+      ? [`countIf(type = 'pageview' AND ${matchesFilters(p, siteId, common)}) AS m_pageviews`]
+      : []),
+  ].join(', ');
   return `${rolled}
   UNION ALL
   SELECT ${computed} FROM events

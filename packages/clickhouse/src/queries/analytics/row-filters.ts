@@ -100,6 +100,15 @@ export function rowFilterCondition(
 }
 
 /**
+ * Whether the filters are tested on the rows and none is on the path: then every event of a
+ * session whose row passes matches every filter (its constant attributes are those of all its
+ * events, its entry and exit page its own), so its matching pageviews are all its pageviews.
+ * The sessions computed from their events count theirs (rollupSessionRows, `matchedPageviews`).
+ */
+export const rowPageviewsApply = (ch: ClickHouse, common: CommonParams) =>
+  rowFiltersApply(ch, common) && !common.filters.some((f) => f.parameter === 'pathname');
+
+/**
  * Whether the filters are tested on the rows and one is on an attribute the row holds for its
  * first event only: then a session whose hashes differ has to be tested on its events (a path,
  * entry or exit page filter alone is exact on every row).
