@@ -256,15 +256,15 @@ export async function rollupSessionRows(
   // inside the range whose rows cannot tell are computed from their events, as crossing ones are.
   const byRow = matched.length === 0 && rowFiltersApply(ch, common);
   const withUnsure = byRow && unsureApply(ch, common);
+  if (matchedPageviews && !(byRow && rowPageviewsApply(ch, common))) {
+    throw new Error('matchedPageviews needs filters tested on the rows that name no path');
+  }
   const edges = found
     ? narrowEdges(found, only)
     : await crossingSessions(ch, siteId, common, settled, only, restrict, withUnsure);
   const unsure = withUnsure
     ? (edges.unsure ?? (await unsureSessions(ch, siteId, common, settled, only, restrict)))
     : undefined;
-  if (matchedPageviews && !(byRow && rowPageviewsApply(ch, common))) {
-    throw new Error('matchedPageviews needs filters tested on the rows that name no path');
-  }
   const select = (final: boolean) =>
     [
       'session_id',
