@@ -53,11 +53,12 @@ async function statementsOf(ch: ClickHouse, answer: (ch: ClickHouse) => Promise<
 }
 
 /**
- * `pnpm bench profile --data-dir DIR [--runs R] [--only REGEX] [--filtered] [--pool N]`: where the answers of
+ * `pnpm bench profile --data-dir DIR [--runs R] [--only REGEX] [--filtered | --filters JSON] [--pool N]`: where the answers of
  * a seeded data directory (`pnpm bench query --data-dir DIR`, server stopped) spend their time,
  * in-process on the embedded engine: each answer's median over R runs, then every statement it
  * sends, planned alone (`EXPLAIN PLAN`) and run alone. The bench's 30-day range in
- * Europe/Berlin; `--filtered` adds its two filters; `--pool` the read connections (3, the server's default).
+ * Europe/Berlin; `--filtered` adds its two filters, `--filters JSON` others (the API's `filters`
+ * array); `--pool` the read connections (3, the server's default).
  */
 export async function benchProfile(args: string[]): Promise<void> {
   const given = option(args, 'data-dir');
@@ -74,12 +75,14 @@ export async function benchProfile(args: string[]): Promise<void> {
     startDate: start.toISOString().slice(0, 10),
     endDate: end.toISOString().slice(0, 10),
     timeZone: 'Europe/Berlin',
-    filters: args.includes('--filtered')
-      ? [
-          { parameter: 'country', type: 'equals', value: ['US', 'DE'] },
-          { parameter: 'pathname', type: 'contains', value: ['docs', 'checkout', 'pricing'] },
-        ]
-      : [],
+    filters: option(args, 'filters')
+      ? (JSON.parse(option(args, 'filters')!) as CommonParams['filters'])
+      : args.includes('--filtered')
+        ? [
+            { parameter: 'country', type: 'equals', value: ['US', 'DE'] },
+            { parameter: 'pathname', type: 'contains', value: ['docs', 'checkout', 'pricing'] },
+          ]
+        : [],
   };
   const before = { ...common, ...previousRange(common.startDate!, common.endDate!) };
   const ch = createClickHouse({
