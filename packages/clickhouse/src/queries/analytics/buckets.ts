@@ -147,65 +147,56 @@ interface BucketCounts {
 
 /**
  * BucketCounts of a range with filters (or without rollups): pageviews and users per bucket of
- * the events in range that match the filters; the counted sessions, the rows `sessionRows` gives
- * (per-session rows with `s_start`, `s_pageviews`, `s_ms`, their values bound in its `p`), in the
- * bucket of their start. The events' read is sent first and runs beside the session rows' reads
- * (on another read connection): at 100 M bench events each of the two is about a second alone
- * (docs/benchmarks.md). Its failure is taken where it is awaited; a handler attached now keeps it
- * from counting as unhandled when a session read fails first.
+ * the events in range that match the filters; the counted sessions, `rows` (per-session rows
+ * with `s_start`, `s_pageviews`, `s_ms`, their values bound in `p`), in the bucket of their start.
  */
 async function countedBuckets(
   ch: ClickHouse,
   siteId: number,
   common: CommonParams,
   bucket: Bucket,
-  sessionRows: () => Promise<{ p: Params; rows: string }>,
+  p: Params,
+  rows: string,
 ): Promise<BucketCounts> {
   const e = new Params();
   const etz = e.bind('String', common.timeZone);
-  const events = ch.query<EventRow>(
+  const events = await ch.query<EventRow>(
     `SELECT toUnixTimestamp(${BUCKET_START[bucket]('timestamp', etz)}) AS b,
        countIf(type = 'pageview') AS pageviews, uniqExact(user_key) AS users
      FROM events WHERE ${whereClause(e, siteId, common)}
      GROUP BY b`,
     e.values,
   );
-  events.catch(() => {});
-  const { p, rows } = await sessionRows();
   const tz = p.bind('String', common.timeZone);
   const sessions = await ch.query<SessionTotals & { b: number }>(
     `SELECT toUnixTimestamp(${BUCKET_START[bucket]('s_start', tz)}) AS b, ${SESSION_TOTAL_AGGREGATES}
      FROM (${rows}) GROUP BY b`,
     p.values,
   );
-  return { events: await events, sessions };
+  return { events, sessions };
 }
 
 /** BucketCounts from the events alone: the counted sessions grouped from their events. */
 function scannedBuckets(ch: ClickHouse, siteId: number, common: CommonParams, bucket: Bucket) {
-  return countedBuckets(ch, siteId, common, bucket, async () => {
-    const p = new Params();
-    const rows = countedSessions(p, siteId, common, [...SESSION_TOTAL_COLUMNS, 'min(timestamp) AS s_start']);
-    return { p, rows };
-  });
+  const p = new Params();
+  const rows = countedSessions(p, siteId, common, [...SESSION_TOTAL_COLUMNS, 'min(timestamp) AS s_start']);
+  return countedBuckets(ch, siteId, common, bucket, p, rows);
 }
 
 /**
  * BucketCounts of a filtered range with the counted sessions from the rollup (rollupSessionRows:
  * those the matching events select).
  */
-function matchedBuckets(
+async function matchedBuckets(
   ch: ClickHouse,
   siteId: number,
   common: CommonParams,
   bucket: Bucket,
   settled: Settled | undefined,
 ): Promise<BucketCounts> {
-  return countedBuckets(ch, siteId, common, bucket, async () => {
-    const p = new Params();
-    const rows = await rollupSessionRows(ch, p, siteId, common, ['start', 'pageviews', 'ms'], settled);
-    return { p, rows };
-  });
+  const p = new Params();
+  const rows = await rollupSessionRows(ch, p, siteId, common, ['start', 'pageviews', 'ms'], settled);
+  return countedBuckets(ch, siteId, common, bucket, p, rows);
 }
 
 /**
