@@ -224,8 +224,8 @@ export function fromRollup(
  * `events_by_name` reads them there, where `matching` keeps custom events or outbound clicks
  * only (a fifth of the rows, sorted by type first). `matched`: more
  * columns of each counted session, aggregates over its matching events. `matchedPageviews`
- * (only where `rowPageviewsApply`): each row with `m_pageviews`, its matching pageviews, as the
- * join gives them. Call within readRollup(), which gives `settled`.
+ * (only where `rowPageviewsApply`): each row with `m_pageviews`, its matching pageviews, the
+ * column the join gives otherwise. Call within readRollup(), which gives `settled`.
  */
 export async function rollupSessionRows(
   ch: ClickHouse,
@@ -414,19 +414,20 @@ function crossingRows(
   matchedPageviews: boolean,
 ): string {
   const near = sessions.near(p);
+  // One condition, its values bound once, for both uses (an entry or exit page filter's set of
+  // sessions is then one subquery).
+  const matches = byRow || matchedPageviews ? matchesFilters(p, siteId, common) : '';
   const computed = [
     'session_id',
     ...fields.map((f) => `${SESSION_ROW_FIELDS[f].events} AS s_${f}`),
-    ...(matchedPageviews
-      ? [`countIf(type = 'pageview' AND ${matchesFilters(p, siteId, common)}) AS m_pageviews`]
-      : []),
+    ...(matchedPageviews ? [`countIf(type = 'pageview' AND ${matches}) AS m_pageviews`] : []),
   ].join(', ');
   return `${rolled}
   UNION ALL
   SELECT ${computed} FROM events
   WHERE ${rangeCondition(p, siteId, common)} AND session_id IN ${p.bind('Array(UUID)', sessions.ids)}
     AND (${near.join(' OR ')})
-  GROUP BY session_id${byRow ? `\n  HAVING max(${matchesFilters(p, siteId, common)})` : ''}`;
+  GROUP BY session_id${byRow ? `\n  HAVING max(${matches})` : ''}`;
 }
 
 /**
