@@ -6,6 +6,7 @@ import {
   comparedOverviews,
   createClickHouse,
   getUser,
+  goalStats,
   listSessions,
   listUsers,
   type MetricParameter,
@@ -14,21 +15,33 @@ import {
   overviewBucketed,
   previousRange,
 } from '@trackhouse/clickhouse';
-import { option } from './query';
+import { BENCH_GOALS, option } from './query';
 
-/** One statement of an answer: how long the engine took to plan it, and to run it, alone. */
+/**
+ * One statement of an answer: how long the engine took to plan it, and to run it, alone, and the
+ * process's CPU time while it ran (the engine runs in-process): on a shared host, whose other
+ * guests take cores at will, CPU time varies far less between runs than time does.
+ */
 interface Timed {
   planMs: number;
   runMs: number;
+  cpuMs: number;
   sql: string;
 }
 
 export const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
 
 async function timeOf(run: () => Promise<unknown>): Promise<number> {
+  return (await timesOf(run)).ms;
+}
+
+/** Time and the process's CPU time (user and system, every thread) of `run`, in milliseconds. */
+async function timesOf(run: () => Promise<unknown>): Promise<{ ms: number; cpuMs: number }> {
+  const cpu = process.cpuUsage();
   const t = performance.now();
   await run();
-  return performance.now() - t;
+  const used = process.cpuUsage(cpu);
+  return { ms: performance.now() - t, cpuMs: (used.user + used.system) / 1000 };
 }
 
 /** The statements an answer sends, each planned (`EXPLAIN PLAN`) and run again alone. */
@@ -46,8 +59,13 @@ async function statementsOf(ch: ClickHouse, answer: (ch: ClickHouse) => Promise<
   for (const [sql, params] of sent) {
     if (!/^\s*(SELECT|WITH)\b/i.test(sql)) continue;
     const planMs = await timeOf(() => ch.query(`EXPLAIN PLAN ${sql}`, params));
-    const runMs = await timeOf(() => ch.query(sql, params));
-    timed.push({ planMs, runMs, sql: sql.replace(/\s+/g, ' ').trim().slice(0, 90) });
+    const run = await timesOf(() => ch.query(sql, params));
+    timed.push({
+      planMs,
+      runMs: run.ms,
+      cpuMs: run.cpuMs,
+      sql: sql.replace(/\s+/g, ' ').trim().slice(0, 90),
+    });
   }
   return timed;
 }
@@ -96,6 +114,7 @@ export async function benchProfile(args: string[]): Promise<void> {
       .data;
     const metrics: MetricParameter[] = ['country', 'entry_page', 'pathname', 'page_title', 'event_name'];
     const answers: [string, (c: ClickHouse) => Promise<unknown>][] = [
+      ['goals', (c) => goalStats(c, siteId, common, BENCH_GOALS)],
       ['overview', (c) => overview(c, siteId, common)],
       ['overview compare', (c) => comparedOverviews(c, siteId, common, before)],
       ['overview-bucketed day', (c) => overviewBucketed(c, siteId, common, 'day')],
@@ -111,18 +130,22 @@ export async function benchProfile(args: string[]): Promise<void> {
     for (const [name, answer] of answers) {
       if (!only.test(name)) continue;
       const times: number[] = [];
+      const cpu: number[] = [];
       for (let i = 0; i < runs + 2; i++) {
-        const ms = await timeOf(() => answer(ch));
-        if (i >= 2) times.push(ms);
+        const t = await timesOf(() => answer(ch));
+        if (i >= 2) {
+          times.push(t.ms);
+          cpu.push(t.cpuMs);
+        }
       }
       const statements = await statementsOf(ch, answer);
-      const sum = (k: 'planMs' | 'runMs') => statements.reduce((a, s) => a + s[k], 0);
+      const sum = (k: 'planMs' | 'runMs' | 'cpuMs') => statements.reduce((a, s) => a + s[k], 0);
       console.log(
-        `\n${name}: ${median(times).toFixed(1)} ms in-process (median of ${runs}); its ${statements.length} statements alone: planned ${sum('planMs').toFixed(1)} ms, run ${sum('runMs').toFixed(1)} ms`,
+        `\n${name}: ${median(times).toFixed(1)} ms in-process, ${median(cpu).toFixed(1)} ms of CPU (medians of ${runs}); its ${statements.length} statements alone: planned ${sum('planMs').toFixed(1)} ms, run ${sum('runMs').toFixed(1)} ms, ${sum('cpuMs').toFixed(1)} ms of CPU`,
       );
       for (const s of statements)
         console.log(
-          `  plan ${s.planMs.toFixed(1).padStart(6)}  run ${s.runMs.toFixed(1).padStart(6)}  ${s.sql}`,
+          `  plan ${s.planMs.toFixed(1).padStart(6)}  run ${s.runMs.toFixed(1).padStart(6)}  cpu ${s.cpuMs.toFixed(1).padStart(6)}  ${s.sql}`,
         );
     }
   } finally {

@@ -1,7 +1,7 @@
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
-import { createClickHouse } from '@trackhouse/clickhouse';
+import { createClickHouse, type GoalDefinition } from '@trackhouse/clickhouse';
 import { runEntry, type StartedServer, startEntry, startFlags } from '../test/processes';
 
 export function option(args: string[], name: string): string | undefined {
@@ -22,6 +22,18 @@ const METRIC_BENCH = [
 ];
 
 /** A funnel of the seeded site: pricing page, signup page, signup event. */
+/** The bench's goals: two path goals and two event goals, one with a property. */
+export const BENCH_GOALS = [
+  { name: 'docs', goalType: 'path', config: { pathPattern: '/docs/**' } },
+  { name: 'checkout', goalType: 'path', config: { pathPattern: '/checkout/*' } },
+  { name: 'purchase', goalType: 'event', config: { eventName: 'purchase' } },
+  {
+    name: 'pro purchase',
+    goalType: 'event',
+    config: { eventName: 'purchase', eventPropertyKey: 'plan', eventPropertyValue: 'pro' },
+  },
+] satisfies (GoalDefinition & { name: string })[];
+
 const FUNNEL_STEPS = [
   { type: 'page', value: '/pricing' },
   { type: 'page', value: '/signup' },
@@ -243,16 +255,7 @@ export async function benchQuery(args: string[]): Promise<void> {
       data: { goalId: number; name: string }[];
     };
     const goalIds: number[] = [];
-    for (const goal of [
-      { name: 'docs', goalType: 'path', config: { pathPattern: '/docs/**' } },
-      { name: 'checkout', goalType: 'path', config: { pathPattern: '/checkout/*' } },
-      { name: 'purchase', goalType: 'event', config: { eventName: 'purchase' } },
-      {
-        name: 'pro purchase',
-        goalType: 'event',
-        config: { eventName: 'purchase', eventPropertyKey: 'plan', eventPropertyValue: 'pro' },
-      },
-    ]) {
+    for (const goal of BENCH_GOALS) {
       const made = existing.data.find((g) => g.name === goal.name);
       if (made) {
         goalIds.push(made.goalId);
