@@ -1,5 +1,5 @@
 import type { ClickHouse } from '../../client';
-import { type CommonParams, Params, rangeBounds, rangeCondition } from '../builder';
+import { type CommonParams, nextDay, Params, rangeBounds, rangeCondition } from '../builder';
 import {
   rowFilterCondition,
   rowFiltersApply,
@@ -188,15 +188,44 @@ export function fromRollup(
   settled?: Settled,
   table: SessionRollup = 'session_facts',
   prewhere?: string,
+  merging?: string,
 ): string {
   const condition = typeof where === 'string' ? () => where : where;
-  const merged = prewhere ? `${condition(true)} AND ${prewhere}` : condition(true);
+  const merged = [condition(true), prewhere, merging].filter(Boolean).join(' AND ');
   if (!settled) return `SELECT ${select(true)} FROM ${table} FINAL WHERE ${merged}`;
   return `SELECT ${select(false)} FROM ${table}${prewhere ? ` PREWHERE ${prewhere}` : ''}
      WHERE ${condition(false)} AND _part IN ${p.bind('Array(String)', settled.parts)}
    UNION ALL
    SELECT ${select(true)} FROM ${table} FINAL
      WHERE ${merged} AND _partition_id NOT IN ${p.bind('Array(String)', settled.partitions)}`;
+}
+
+/** The most a time zone's midnight lies after the same date's UTC midnight (UTC−12). */
+const LATEST_ZONE_MS = 12 * 3_600_000;
+
+/**
+ * For a read of a range's sessions from `session_facts` (inside it, crossing it, unsure), a
+ * condition on the partitions it merges (FINAL, the costly part: every row of them merged before
+ * any is tested) that leaves out those holding no session of the site that overlaps the range,
+ * tested on their rows' exact least start and greatest end (the least and greatest over a
+ * partition's unmerged rows are those of its merged sessions). The partitions still merging are
+ * the recent ones, being written: a range that ended before now, as a comparison's previous one,
+ * lies wholly before them. Undefined for any other range (the lookup would find nothing to leave
+ * out), or with no settled parts known (a cluster: no partition is left out there).
+ */
+function overlappingPartitions(
+  p: Params,
+  siteId: number,
+  common: CommonParams,
+  settled: Settled | undefined,
+): string | undefined {
+  if (!settled || !common.endDate) return undefined;
+  if (Date.parse(`${nextDay(common.endDate)}T00:00:00Z`) + LATEST_ZONE_MS >= Date.now()) return undefined;
+  const { from, to } = rangeBounds(p, common);
+  const overlaps = [`min(session_start) < ${to}`, ...(from ? [`max(session_end) >= ${from}`] : [])];
+  return `_partition_id IN (SELECT _partition_id FROM session_facts
+       WHERE site_id = ${p.bind('UInt32', siteId)} AND _partition_id NOT IN ${p.bind('Array(String)', settled.partitions)}
+       GROUP BY _partition_id HAVING ${overlaps.join(' AND ')})`;
 }
 
 /**
@@ -313,6 +342,8 @@ function factRows(
     select,
     settled,
     'session_facts',
+    undefined,
+    overlappingPartitions(p, siteId, common, settled),
   );
 }
 
@@ -460,6 +491,9 @@ async function unsureSessions(
        `${insideRange(p, siteId, common, only, restrict)} AND ${UNSURE_ROW}`,
        () => 'session_id, session_start, session_end, user_key',
        settled,
+       'session_facts',
+       undefined,
+       overlappingPartitions(p, siteId, common, settled),
      )})`,
     p.values,
   );
@@ -545,7 +579,15 @@ export async function crossingSessions(
     `SELECT groupArray(session_id) AS ids, groupArray(toString(user_key)) AS users,
        ${from ? `toString(maxIfOrNull(session_end, session_start < ${from}))` : 'NULL'} AS edge_until,
        ${to ? `toString(minIfOrNull(session_start, session_end >= ${to}))` : 'NULL'} AS edge_from
-     FROM (${fromRollup(p, where, () => 'session_id, session_start, session_end, user_key', settled)})`,
+     FROM (${fromRollup(
+       p,
+       where,
+       () => 'session_id, session_start, session_end, user_key',
+       settled,
+       'session_facts',
+       undefined,
+       overlappingPartitions(p, siteId, common, settled),
+     )})`,
     p.values,
   );
   return {
