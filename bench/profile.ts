@@ -73,7 +73,7 @@ async function statementsOf(ch: ClickHouse, answer: (ch: ClickHouse) => Promise<
 /**
  * `pnpm bench profile --data-dir DIR [--runs R] [--only REGEX] [--filtered | --filters JSON] [--pool N]`: where the answers of
  * a seeded data directory (`pnpm bench query --data-dir DIR`, server stopped) spend their time,
- * in-process on the embedded engine: each answer's median over R runs, then every statement it
+ * in-process on the embedded engine: each answer's median time and CPU time over R runs, then every statement it
  * sends, planned alone (`EXPLAIN PLAN`) and run alone. The bench's 30-day range in
  * Europe/Berlin; `--filtered` adds its two filters, `--filters JSON` others (the API's `filters`
  * array); `--pool` the read connections (3, the server's default).

@@ -200,7 +200,7 @@ export function fromRollup(
      WHERE ${merged} AND _partition_id NOT IN ${p.bind('Array(String)', settled.partitions)}`;
 }
 
-/** The most a time zone's midnight lies after the same date's UTC midnight (UTC−12). */
+/** How far after the same date's UTC midnight a zone's midnight lies at most (UTC−12). */
 const LATEST_ZONE_MS = 12 * 3_600_000;
 
 /**
@@ -210,8 +210,9 @@ const LATEST_ZONE_MS = 12 * 3_600_000;
  * tested on their rows' exact least start and greatest end (the least and greatest over a
  * partition's unmerged rows are those of its merged sessions). The partitions still merging are
  * the recent ones, being written: a range that ended before now, as a comparison's previous one,
- * lies wholly before them. Undefined for any other range (the lookup would find nothing to leave
- * out), or with no settled parts known (a cluster: no partition is left out there).
+ * lies wholly before them. Undefined for any other range, where the lookup would find nothing to
+ * leave out (it is exact for any range: the test of the range's end only spares it), and with no
+ * settled parts known (a cluster: no partition is left out there).
  */
 function overlappingPartitions(
   p: Params,
