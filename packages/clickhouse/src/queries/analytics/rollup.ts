@@ -487,15 +487,7 @@ async function unsureSessions(
   const [row] = await ch.query<{ ids: string[]; users: string[]; first: string | null; last: string | null }>(
     `SELECT groupArray(session_id) AS ids, groupArray(toString(user_key)) AS users,
        toString(minOrNull(session_start)) AS first, toString(maxOrNull(session_end)) AS last
-     FROM (${fromRollup(
-       p,
-       `${insideRange(p, siteId, common, only, restrict)} AND ${UNSURE_ROW}`,
-       () => 'session_id, session_start, session_end, user_key',
-       settled,
-       'session_facts',
-       undefined,
-       overlappingPartitions(p, siteId, common, settled),
-     )})`,
+     FROM (${sessionSpans(p, siteId, common, settled, `${insideRange(p, siteId, common, only, restrict)} AND ${UNSURE_ROW}`)})`,
     p.values,
   );
   return {
@@ -504,6 +496,27 @@ async function unsureSessions(
     until: row?.last ?? '',
   };
 }
+
+/**
+ * The ids, times and visitors of the range's sessions in `session_facts` that match `where`, the
+ * unsettled partitions the range cannot reach left out (overlappingPartitions).
+ */
+const sessionSpans = (
+  p: Params,
+  siteId: number,
+  common: CommonParams,
+  settled: Settled | undefined,
+  where: string,
+) =>
+  fromRollup(
+    p,
+    where,
+    () => 'session_id, session_start, session_end, user_key',
+    settled,
+    'session_facts',
+    undefined,
+    overlappingPartitions(p, siteId, common, settled),
+  );
 
 /** Some sessions only: by id, or those of some visitors (anonymous ids: 16 hex digits, SPEC 6). */
 export type Only = { sessions: string[] } | { users: string[] };
@@ -591,15 +604,7 @@ export async function crossingSessions(
     `SELECT groupArray(session_id) AS ids, groupArray(toString(user_key)) AS users,
        ${from ? `toString(maxIfOrNull(session_end, session_start < ${from}))` : 'NULL'} AS edge_until,
        ${to ? `toString(minIfOrNull(session_start, session_end >= ${to}))` : 'NULL'} AS edge_from
-     FROM (${fromRollup(
-       p,
-       where,
-       () => 'session_id, session_start, session_end, user_key',
-       settled,
-       'session_facts',
-       undefined,
-       overlappingPartitions(p, siteId, common, settled),
-     )})`,
+     FROM (${sessionSpans(p, siteId, common, settled, where)})`,
     p.values,
   );
   return {
