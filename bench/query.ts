@@ -21,7 +21,6 @@ const METRIC_BENCH = [
   'event_name',
 ];
 
-/** A funnel of the seeded site: pricing page, signup page, signup event. */
 /** The bench's goals: two path goals and two event goals, one with a property. */
 export const BENCH_GOALS = [
   { name: 'docs', goalType: 'path', config: { pathPattern: '/docs/**' } },
@@ -34,6 +33,7 @@ export const BENCH_GOALS = [
   },
 ] satisfies (GoalDefinition & { name: string })[];
 
+/** A funnel of the seeded site: pricing page, signup page, signup event. */
 const FUNNEL_STEPS = [
   { type: 'page', value: '/pricing' },
   { type: 'page', value: '/signup' },
