@@ -1,6 +1,7 @@
 import { toIso } from '@trackhouse/core';
 import type { ClickHouse } from '../../client';
 import { type CommonParams, Params, rangeBounds, whereClause } from '../builder';
+import { rollupSessionsIn } from './rollup';
 import { EVENT_ORDER } from './shared';
 
 /**
@@ -64,9 +65,7 @@ async function sessionAttributes(
   const source =
     ch.rollups === false
       ? `events WHERE site_id = ${site} AND session_id IN ${list}`
-      : `session_facts WHERE site_id = ${site}
-         AND UUIDv7ToDateTime(session_id) IN (SELECT UUIDv7ToDateTime(arrayJoin(${list})))
-         AND session_id IN ${list}`;
+      : `session_facts WHERE site_id = ${site} AND ${rollupSessionsIn(list)}`;
   const rows = await ch.query<{ s: string } & Record<string, string>>(
     `SELECT toString(session_id) AS s, ${columns} FROM ${source} GROUP BY session_id`,
     p.values,
