@@ -2,6 +2,7 @@ import {
   buildSummaries,
   compactSessionDays,
   type Filter,
+  type GoalDefinition,
   generateEvents,
   insertEvents,
   LOCAL_SUFFIX,
@@ -12,6 +13,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { TEST_CLICKHOUSE } from '../../../test/helpers';
 import { createQueryHarness, type QueryHarness } from './harness';
 import { f, full, query } from './params';
+import { goalStats } from './reference';
 import { lateEvents } from './traffic-data';
 import * as ref from './traffic-reference';
 
@@ -149,7 +151,51 @@ const insertBuiltSession = (day: number, title: string, build = '') =>
     { s: tenant.siteId, d: day, t: title, b: build },
   );
 
-/** Every filtered page breakdown equals the brute-force reference. */
+/**
+ * Path goals the filtered goal list counts from the rows (one of them a path no session has,
+ * one the pricing page a path filter passes), and an event goal, counted from the events.
+ */
+const GOALS: (GoalDefinition & { name: string })[] = [
+  { name: 'docs', goalType: 'path', config: { pathPattern: '/docs/**' } },
+  { name: 'pricing', goalType: 'path', config: { pathPattern: '/pricing' } },
+  { name: 'nowhere', goalType: 'path', config: { pathPattern: '/nowhere/*' } },
+  { name: 'signup', goalType: 'event', config: { eventName: 'signup' } },
+];
+const goalIds: number[] = [];
+
+/** The filtered goal list: per goal (in GOALS' order), its sessions and conversions. */
+async function goalList(filters: Filter[]) {
+  if (goalIds.length === 0) {
+    for (const goal of GOALS) {
+      const res = await h.json<{ goalId: number }>(`/api/sites/${tenant.siteId}/goals`, {
+        key: tenant.key,
+        method: 'POST',
+        body: goal,
+      });
+      expect(res.status).toBe(201);
+      goalIds.push(res.body.goalId);
+    }
+  }
+  const res = await h.json<{ data: { goalId: number; total_sessions: number; total_conversions: number }[] }>(
+    `/api/sites/${tenant.siteId}/goals?${query({ ...RANGE, filters }, { page_size: '100' })}`,
+    { key: tenant.key },
+  );
+  expect(res.status).toBe(200);
+  return goalIds.map((id) => {
+    const g = res.body.data.find((r) => r.goalId === id);
+    return { sessions: g?.total_sessions, conversions: g?.total_conversions };
+  });
+}
+
+const expectedGoals = (filters: Filter[]) => {
+  const selected = ref.selection(events, tenant.siteId, full({ ...RANGE, filters })).selected;
+  return GOALS.map((g) => {
+    const e = goalStats(selected, g);
+    return { sessions: e.total_sessions, conversions: e.total_conversions };
+  });
+};
+
+/** Every filtered page breakdown and the filtered goal list equal the brute-force reference. */
 async function answersMatch() {
   for (const filters of FILTERS) {
     for (const parameter of PAGES) {
@@ -161,11 +207,12 @@ async function answersMatch() {
         ...expected(parameter, filters),
       });
     }
+    expect({ filters, goals: await goalList(filters) }).toEqual({ filters, goals: expectedGoals(filters) });
   }
 }
 
 // Builds are of a single engine's parts; a cluster reads every session as before.
-describe.skipIf(TEST_CLICKHOUSE === 'cluster')('filtered page breakdowns from session_pages', () => {
+describe.skipIf(TEST_CLICKHOUSE === 'cluster')('filtered pages and goals from session_pages', () => {
   it('builds the settled days a range holds, a week per read, and answers as the events do', async () => {
     expect(await builtDays()).toEqual([]);
     const first = await metric('pathname', FILTERS[0]!);
@@ -210,6 +257,14 @@ describe.skipIf(TEST_CLICKHOUSE === 'cluster')('filtered page breakdowns from se
       count: 1,
       pageviews: 60_000,
     });
+    // The goal list reads it too: one more session, converting the pricing goal alone.
+    const goals = expectedGoals(filters);
+    expect(await goalList(filters)).toEqual(
+      goals.map((g, i) => ({
+        sessions: (g.sessions ?? 0) + 1,
+        conversions: g.conversions + (GOALS[i]!.name === 'pricing' ? 1 : 0),
+      })),
+    );
 
     // Late events in sessions of that day: its partitions gain a part, its build is left.
     const late = lateEvents(

@@ -1,5 +1,6 @@
 import { toIso } from '@trackhouse/core';
 import type { ClickHouse } from '../client';
+import { pageDays, sessionPageRows, sessionPagesApply } from './analytics/pages';
 import { readRollup } from './analytics/rollup';
 import { hoursBeforeEnd, RECENT_HOURS } from './analytics/shared';
 import {
@@ -104,12 +105,18 @@ export async function goalStats(
             common,
             pathGoals.map((i) => goals[i]!),
           )
-        : await scannedSessionCounts(
+        : ((await pagedSessionCounts(
             ch,
             siteId,
             common,
             pathGoals.map((i) => goals[i]!),
-          );
+          )) ??
+          (await scannedSessionCounts(
+            ch,
+            siteId,
+            common,
+            pathGoals.map((i) => goals[i]!),
+          )));
     pathGoals.forEach((goal, j) => {
       conversions[goal] = counts.conversions[j]!;
     });
@@ -161,6 +168,61 @@ async function scannedSessionCounts(
     p.values,
   );
   return { sessions: row?.sessions ?? 0, conversions: goals.map((_, j) => row?.[`c${j}`] ?? 0) };
+}
+
+/**
+ * Filtered sessions and path-goal conversions with the settled days' sessions from their
+ * `session_pages` rows where those apply (pages.ts): a sure row's session is counted when the
+ * row passes the filters, and converts a path goal when one of its pageviews' paths matches the
+ * goal and passes every path filter (its other attributes are those of all its events), tested
+ * against the two sets' intersection. The range's other sessions are counted from their events
+ * meanwhile. A `GROUP BY session_id` over every matching event cost the answer most of its time
+ * (docs/benchmarks.md). Undefined where the rows do not apply (the events are then grouped).
+ */
+async function pagedSessionCounts(
+  ch: ClickHouse,
+  siteId: number,
+  common: CommonParams,
+  goals: GoalDefinition[],
+): Promise<SessionCounts | undefined> {
+  if (!sessionPagesApply(ch, common)) return undefined;
+  return readRollup(
+    ch,
+    async (settled) => {
+      const days = await pageDays(ch, siteId, common, settled, 'session_paths');
+      if (!days) return undefined;
+      const [rows, pageSets] = await Promise.all([
+        sessionPageRows(ch, siteId, common, days),
+        matchingPageHashes(ch, siteId, goals),
+      ]);
+      if (!rows || pageSets.some((set) => set.length > ROLLUP_MAX_GOAL_PAGES)) return undefined;
+      const p = new Params();
+      const passing = rows.passing && new Set(rows.passing);
+      const counts = pageSets.map((set, j) => {
+        // The 48 bits of the rows' path hashes (pathHash) from the goal's full ones.
+        const hashes = [...new Set(set.map((h) => Number(h >> 16n)))].filter(
+          (h) => !passing || passing.has(h),
+        );
+        const converts =
+          hashes.length === 0
+            ? '0'
+            : `arrayExists(h -> h IN ${p.bind('Array(UInt64)', hashes)}, page_hashes)`;
+        return `, countIf(${converts}) AS c${j}`;
+      });
+      const [[row], other] = await Promise.all([
+        ch.query<Record<string, number>>(
+          `SELECT count() AS sessions${counts.join('')} FROM session_pages WHERE ${rows.counted(p)}`,
+          p.values,
+        ),
+        scannedSessionCounts(ch, siteId, common, goals, (q) => [rows.matching(q)]),
+      ]);
+      return {
+        sessions: Number(row?.sessions ?? 0) + other.sessions,
+        conversions: other.conversions.map((c, j) => c + Number(row?.[`c${j}`] ?? 0)),
+      };
+    },
+    'session_paths',
+  );
 }
 
 /** Matching paths up to which a path goal is looked up in the rollup (else the events are scanned). */

@@ -70,7 +70,7 @@ export const sessionPagesApply = (ch: ClickHouse, common: CommonParams) =>
   common.filters.every((f) => f.parameter !== 'entry_page' && f.parameter !== 'exit_page');
 
 /** The days a read takes from `session_pages`: partitions (YYYYMMDD) and the build of each. */
-interface PageDays {
+export interface PageDays {
   partitions: number[];
   builds: string[];
 }
@@ -267,7 +267,7 @@ export async function buildSessionPages(
  * all lie in the range, after building (seven at most) the settled ones without a build.
  * Undefined when none apply.
  */
-async function pageDays(
+export async function pageDays(
   ch: ClickHouse,
   siteId: number,
   common: CommonParams,
@@ -321,13 +321,89 @@ async function titleNames(ch: ClickHouse, siteId: number, days: PageDays): Promi
 }
 
 /**
+ * The sessions of the days read from `session_pages` that are counted from their rows, and how
+ * the range's other sessions are read: `counted`, a condition on `session_pages` rows, keeps the
+ * sure rows whose session has an event matching every filter; `passing`, the 48-bit hashes of
+ * the paths that pass every path filter (none without one: every path passes); `restrict`, a
+ * condition on rollup rows, keeps the other sessions (the other days' and the exceptions);
+ * `matching`, a condition on events, keeps their sessions' events. Undefined when the exceptions
+ * are too many to list or a path filter passes too many paths (the answer then reads every
+ * session as before).
+ */
+export interface SessionPageRows {
+  counted: (p: Params) => string;
+  passing: number[] | undefined;
+  restrict: (p: Params) => string;
+  matching: (p: Params) => string;
+}
+
+/** The rows of `days` (pageDays) as SessionPageRows says, for a filtered answer. */
+export async function sessionPageRows(
+  ch: ClickHouse,
+  siteId: number,
+  common: CommonParams,
+  days: PageDays,
+): Promise<SessionPageRows | undefined> {
+  const rows = (p: Params, sure: boolean) => {
+    const where = [
+      `site_id = ${p.bind('UInt32', siteId)}`,
+      `partition IN ${p.bind('Array(UInt32)', days.partitions)}`,
+      `build_id IN ${p.bind('Array(UUID)', days.builds)}`,
+    ];
+    const exception = unsureApply(ch, common) ? '(tied = 1 OR unsure = 1)' : 'tied = 1';
+    return `${where.join(' AND ')} AND ${sure ? `NOT ${exception}` : exception}`;
+  };
+  const e = new Params();
+  const limit = listedSessionsLimit(ch);
+  const pathFilters = common.filters.filter((f) => f.parameter === 'pathname');
+  // The paths that pass every path filter, tested once per distinct path of the site and bound
+  // as constant sets: the engine tests an array element against a constant with a hash set,
+  // against a subquery's array one by one (filtered pathnames 280-330 against 395-510 ms at 10 M
+  // events), and the rows' `paths` against a constant set faster than against the row filters'
+  // subquery (the filtered pathnames' and page titles' statement 251 against 270 and 215 against
+  // 236 ms). Past MAX_MATCHING_PATHS, the answer reads as before. Found beside the exceptions.
+  const q = new Params();
+  const [[listed], found] = await Promise.all([
+    ch.query<{ ids: string[]; n: number }>(
+      `SELECT groupArray(${Math.max(1, Math.floor(limit))})(session_id) AS ids, count() AS n
+       FROM session_pages WHERE ${rows(e, false)}`,
+      e.values,
+    ),
+    pathFilters.length === 0
+      ? undefined
+      : ch
+          .query<{ hashes: string[]; n: number }>(
+            `SELECT groupArray(${MAX_MATCHING_PATHS})(toString(cityHash64(pathname))) AS hashes, count() AS n
+             FROM site_paths WHERE site_id = ${q.bind('UInt32', siteId)}
+               AND ${pathFilters.map((f) => `(${matchAny(q, 'pathname', f.type, f.value)})`).join(' AND ')}`,
+            q.values,
+          )
+          .then((r) => r[0]),
+  ]);
+  if (!listed || Number(listed.n) > limit) return undefined;
+  if (found && Number(found.n) > MAX_MATCHING_PATHS) return undefined;
+  // The 64-bit hashes as text (exact), the 48 bits of the keys' hashes (pathHash) from them.
+  const full = found?.hashes.map((h) => BigInt(h));
+  const ids = [...listed.ids].sort();
+  const builtDays = days.partitions.map(String);
+  return {
+    counted: (p) =>
+      `${rows(p, true)} AND ${rowFilterCondition(p, 'session_pages', siteId, common, full && p.bind('Array(UInt64)', full))(false)}`,
+    passing: full?.map((h) => Number(h >> 16n)),
+    restrict: (p) =>
+      `(_partition_id NOT IN ${p.bind('Array(String)', builtDays)} OR session_id IN ${p.bind('Array(UUID)', ids)})`,
+    matching: (p) =>
+      `(toYYYYMMDD(UUIDv7ToDateTime(session_id)) NOT IN ${p.bind('Array(UInt32)', days.partitions)}
+        OR session_id IN ${p.bind('Array(UUID)', ids)})`,
+  };
+}
+
+/**
  * A filtered page breakdown's counts over the sessions of the days read from `session_pages`
  * (`counts`, read meanwhile: on another read connection, the other sessions' read plans while
- * this one runs), and how the range's other sessions are read: `restrict`, a condition on rollup
- * rows, keeps them (the other days' sessions and the exceptions); `matching`, a condition on
- * events, keeps their sessions' events. `settled` is the snapshot of `table`'s parts the answer
- * reads those against. Undefined when no day applies, when the exceptions are too many to list
- * or a path filter passes too many paths (the answer then reads every session as before).
+ * this one runs), with `restrict` and `matching` of SessionPageRows for the range's other
+ * sessions. `settled` is the snapshot of `table`'s parts the answer reads those against.
+ * Undefined when no day applies or SessionPageRows is, or the titles read cannot be told apart.
  */
 export async function sessionPageCounts(
   ch: ClickHouse,
@@ -343,55 +419,17 @@ export async function sessionPageCounts(
 > {
   const days = await pageDays(ch, siteId, common, settled, table);
   if (!days) return undefined;
-  const rows = (p: Params, sure: boolean) => {
-    const where = [
-      `site_id = ${p.bind('UInt32', siteId)}`,
-      `partition IN ${p.bind('Array(UInt32)', days.partitions)}`,
-      `build_id IN ${p.bind('Array(UUID)', days.builds)}`,
-    ];
-    const exception = unsureApply(ch, common) ? '(tied = 1 OR unsure = 1)' : 'tied = 1';
-    return `${where.join(' AND ')} AND ${sure ? `NOT ${exception}` : exception}`;
-  };
-  const e = new Params();
-  const limit = listedSessionsLimit(ch);
   const titles = parameter === 'page_title' ? titleNames(ch, siteId, days) : undefined;
   titles?.catch(() => {});
-  const [listed] = await ch.query<{ ids: string[]; n: number }>(
-    `SELECT groupArray(${Math.max(1, Math.floor(limit))})(session_id) AS ids, count() AS n
-     FROM session_pages WHERE ${rows(e, false)}`,
-    e.values,
-  );
-  if (!listed || Number(listed.n) > limit) return undefined;
+  const pageRows = await sessionPageRows(ch, siteId, common, days);
+  if (!pageRows) return undefined;
   const titleOf = await titles;
   if (titleOf === null) return undefined;
   const p = new Params();
-  const pathFilters = common.filters.filter((f) => f.parameter === 'pathname');
-  // The paths that pass every path filter, tested once per distinct path of the site and bound
-  // as constant sets: the engine tests an array element against a constant with a hash set,
-  // against a subquery's array one by one (filtered pathnames 280-330 against 395-510 ms at 10 M
-  // events), and the rows' `paths` against a constant set faster than against the row filters'
-  // subquery (the filtered pathnames' and page titles' statement 251 against 270 and 215 against
-  // 236 ms). Past MAX_MATCHING_PATHS, the answer reads as before.
-  let matching: number[] | undefined;
-  let passingPaths: string | undefined;
-  if (pathFilters.length > 0) {
-    const q = new Params();
-    const [found] = await ch.query<{ hashes: string[]; n: number }>(
-      `SELECT groupArray(${MAX_MATCHING_PATHS})(toString(cityHash64(pathname))) AS hashes, count() AS n
-       FROM site_paths WHERE site_id = ${q.bind('UInt32', siteId)}
-         AND ${pathFilters.map((f) => `(${matchAny(q, 'pathname', f.type, f.value)})`).join(' AND ')}`,
-      q.values,
-    );
-    if (!found || Number(found.n) > MAX_MATCHING_PATHS) return undefined;
-    // The 64-bit hashes as text (exact), the 48 bits of the keys' hashes (pathHash) from them.
-    const full = found.hashes.map((h) => BigInt(h));
-    passingPaths = p.bind('Array(UInt64)', full);
-    matching = full.map((h) => Number(h >> 16n));
-  }
-  const counted = `${rows(p, true)} AND ${rowFilterCondition(p, 'session_pages', siteId, common, passingPaths)(false)}`;
+  const counted = pageRows.counted(p);
   // The elements of `values` (arrays of one length with `paths`) whose path passes, each as an
   // array under its alias: without a path filter, every element.
-  const set = matching && p.bind('Array(UInt64)', matching);
+  const set = pageRows.passing && p.bind('Array(UInt64)', pageRows.passing);
   const passing = (paths: string, values: [string, string][]) =>
     values
       .map(([array, alias]) =>
@@ -449,14 +487,5 @@ export async function sessionPageCounts(
     return into;
   });
   counts.catch(() => {});
-  const ids = [...listed.ids].sort();
-  const builtDays = days.partitions.map(String);
-  return {
-    counts,
-    restrict: (q) =>
-      `(_partition_id NOT IN ${q.bind('Array(String)', builtDays)} OR session_id IN ${q.bind('Array(UUID)', ids)})`,
-    matching: (q) =>
-      `(toYYYYMMDD(UUIDv7ToDateTime(session_id)) NOT IN ${q.bind('Array(UInt32)', days.partitions)}
-        OR session_id IN ${q.bind('Array(UUID)', ids)})`,
-  };
+  return { counts, restrict: pageRows.restrict, matching: pageRows.matching };
 }
