@@ -372,6 +372,48 @@ describe.skipIf(TEST_CLICKHOUSE === 'cluster')('filtered pages and goals from se
     expect(Number(built?.n)).toBe(1);
   });
 
+  it('counts more path goals than one mask holds, each goal apart', async () => {
+    const { other, events: all } = await otherSite(800, 45);
+    const patterns = ['/docs/**', '/pricing', '/nowhere/*', '/docs/*', '/blog/**', '/checkout/*', '/', '/**'];
+    // 70 goals, past the 64 of one mask, nine in a row per pattern: the second mask's six, all
+    // of the last pattern, read from the first mask's bits would answer the first pattern.
+    const goals: GoalDefinition[] = Array.from({ length: 70 }, (_, i) => ({
+      goalType: 'path',
+      config: { pathPattern: patterns[Math.floor(i / 9) % patterns.length]! },
+    }));
+    const ids: number[] = [];
+    for (const [i, goal] of goals.entries()) {
+      const res = await h.json<{ goalId: number }>(`/api/sites/${other.siteId}/goals`, {
+        key: other.key,
+        method: 'POST',
+        body: { name: `goal ${i}`, ...goal },
+      });
+      expect(res.status).toBe(201);
+      ids.push(res.body.goalId);
+    }
+    const range = { startDate: '2026-06-11', endDate: '2026-06-15', timeZone: 'UTC' };
+    for (const filters of FILTERS) {
+      const res = await h.json<{
+        data: { goalId: number; total_sessions: number; total_conversions: number }[];
+      }>(`/api/sites/${other.siteId}/goals?${query({ ...range, filters }, { page_size: '100' })}`, {
+        key: other.key,
+      });
+      expect(res.status).toBe(200);
+      const selected = ref.selection(all, other.siteId, full({ ...range, filters })).selected;
+      const answer = ids.map((id) => res.body.data.find((g) => g.goalId === id)?.total_conversions);
+      expect({ filters, answer }).toEqual({
+        filters,
+        answer: goals.map((g) => goalStats(selected, g).total_conversions),
+      });
+    }
+    // The site's settled days were built and read.
+    const [built] = await h.ch.query<{ n: number }>(
+      'SELECT count() AS n FROM session_pages_builds WHERE site_id = {s:UInt32}',
+      { s: other.siteId },
+    );
+    expect(Number(built?.n)).toBeGreaterThan(0);
+  });
+
   it('reads a session with more pageviews of one title than its number holds from its events', async () => {
     const { other, events: all } = await otherSite(200, 44, (generated) =>
       titledSession(generated[0]!, Date.parse('2026-06-13T09:00:00Z'), 'A much viewed title', 65_536),
