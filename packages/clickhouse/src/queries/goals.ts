@@ -186,15 +186,15 @@ async function pagedSessionCounts(
   goals: GoalDefinition[],
 ): Promise<SessionCounts | undefined> {
   if (!sessionPagesApply(ch, common)) return undefined;
+  // The goals' paths are found while the days to read are.
+  const found = matchingPageHashes(ch, siteId, goals);
+  found.catch(() => {});
   return readRollup(
     ch,
     async (settled) => {
       const days = await pageDays(ch, siteId, common, settled, 'session_paths');
       if (!days) return undefined;
-      const [rows, pageSets] = await Promise.all([
-        sessionPageRows(ch, siteId, common, days),
-        matchingPageHashes(ch, siteId, goals),
-      ]);
+      const [rows, pageSets] = await Promise.all([sessionPageRows(ch, siteId, common, days), found]);
       if (!rows || pageSets.some((set) => set.length > ROLLUP_MAX_GOAL_PAGES)) return undefined;
       const p = new Params();
       const passing = rows.passing && new Set(rows.passing);
@@ -281,16 +281,19 @@ async function rollupSessionCounts(
   common: CommonParams,
   goals: GoalDefinition[],
 ): Promise<SessionCounts> {
-  const pageSets = await matchingPageHashes(ch, siteId, goals);
-  if (pageSets.some((set) => set.length > ROLLUP_MAX_GOAL_PAGES)) {
-    return scannedSessionCounts(ch, siteId, common, goals);
-  }
+  // The goals' paths are found while the rollup's settled parts are.
+  const found = matchingPageHashes(ch, siteId, goals);
+  found.catch(() => {});
   const patterns = goals.map((g) =>
     pathPatternRegex((g as Extract<GoalDefinition, { goalType: 'path' }>).config.pathPattern),
   );
   return readRollup(
     ch,
     async (settled) => {
+      const pageSets = await found;
+      if (pageSets.some((set) => set.length > ROLLUP_MAX_GOAL_PAGES)) {
+        return scannedSessionCounts(ch, siteId, common, goals);
+      }
       const days = await summarizedDays(
         ch,
         siteId,
