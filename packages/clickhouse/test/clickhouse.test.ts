@@ -881,21 +881,29 @@ describe('migration 0024: the visitor attributes as columns of the session rows'
       language: 'en',
     };
     // Session 1 in two inserts (two rows until merged), its later insert first; session 2 whole.
-    await ch.writer.insert({
-      table: 'events',
-      values: [event(2, 1, '2026-11-21 09:00:02.000', de)],
-      format: 'JSONEachRow',
-    });
-    await ch.writer.insert({
-      table: 'events',
-      values: [event(1, 1, '2026-11-21 09:00:01.000', de), event(3, 2, '2026-11-21 09:00:03.000', us)],
-      format: 'JSONEachRow',
-    });
-    const rows = await stored(false);
-    expect(rows.map((r) => r.id)).toEqual([session(1), session(1), session(2)]);
-    for (const r of rows) expect(columnsOf(r)).toEqual(firstOf(r));
-    expect(rows.map(columnsOf)).toEqual([de, de, us]);
-    expect((await stored(true)).map(columnsOf)).toEqual([de, us]);
+    // The table's merges held meanwhile: a background merge would fold the two rows before they
+    // are read apart.
+    const table = ch.cluster ? `ON CLUSTER ${ch.cluster} ${storage('session_facts')}` : 'session_facts';
+    await ch.command(`SYSTEM STOP MERGES ${table}`);
+    try {
+      await ch.writer.insert({
+        table: 'events',
+        values: [event(2, 1, '2026-11-21 09:00:02.000', de)],
+        format: 'JSONEachRow',
+      });
+      await ch.writer.insert({
+        table: 'events',
+        values: [event(1, 1, '2026-11-21 09:00:01.000', de), event(3, 2, '2026-11-21 09:00:03.000', us)],
+        format: 'JSONEachRow',
+      });
+      const rows = await stored(false);
+      expect(rows.map((r) => r.id)).toEqual([session(1), session(1), session(2)]);
+      for (const r of rows) expect(columnsOf(r)).toEqual(firstOf(r));
+      expect(rows.map(columnsOf)).toEqual([de, de, us]);
+      expect((await stored(true)).map(columnsOf)).toEqual([de, us]);
+    } finally {
+      await ch.command(`SYSTEM START MERGES ${table}`);
+    }
     // Merged into one row per session, each column keeps one of the rows' values.
     await ch.command(`OPTIMIZE TABLE ${storage('session_facts')} FINAL`);
     expect((await stored(false)).map(columnsOf)).toEqual([de, us]);
