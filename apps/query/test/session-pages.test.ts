@@ -406,7 +406,8 @@ describe.skipIf(TEST_CLICKHOUSE === 'cluster')('filtered pages and goals from se
         answer: goals.map((g) => goalStats(selected, g).total_conversions),
       });
     }
-    // The site's settled days were built and read.
+    // The reads above built the site's settled days, so they read the rows (a test above shows
+    // a built session counted).
     const [built] = await h.ch.query<{ n: number }>(
       'SELECT count() AS n FROM session_pages_builds WHERE site_id = {s:UInt32}',
       { s: other.siteId },
