@@ -97,26 +97,12 @@ export async function goalStats(
   const eventGoals = goals.flatMap((g, i) => (g.goalType === 'event' ? [i] : []));
 
   const sessionsQuery = async () => {
+    const paths = pathGoals.map((i) => goals[i]!);
     const counts =
       common.filters.length === 0 && ch.rollups !== false
-        ? await rollupSessionCounts(
-            ch,
-            siteId,
-            common,
-            pathGoals.map((i) => goals[i]!),
-          )
-        : ((await pagedSessionCounts(
-            ch,
-            siteId,
-            common,
-            pathGoals.map((i) => goals[i]!),
-          )) ??
-          (await scannedSessionCounts(
-            ch,
-            siteId,
-            common,
-            pathGoals.map((i) => goals[i]!),
-          )));
+        ? await rollupSessionCounts(ch, siteId, common, paths)
+        : ((await pagedSessionCounts(ch, siteId, common, paths)) ??
+          (await scannedSessionCounts(ch, siteId, common, paths)));
     pathGoals.forEach((goal, j) => {
       conversions[goal] = counts.conversions[j]!;
     });
@@ -223,7 +209,7 @@ async function pagedSessionCounts(
 
 /**
  * Which path goals a row's hashes (`array`) convert, each goal a set of hashes: per 64 goals, one
- * mask of a row's goals found in one pass over the array (`masks`, columns named `m0`, `m1`…),
+ * mask of a row's goals found in one pass over the array (`masks`, column `m<n>` for the nth 64),
  * where a test per goal goes over it once each (the filtered goal list's rows at 10 M events:
  * with eight goals 362 against 466 ms of CPU, with the bench's two the same, docs/benchmarks.md);
  * `converts(j)`, the test of goal j on them.
@@ -234,27 +220,22 @@ function goalBits(
   array: string,
 ): { masks: string[]; converts: (j: number) => string } {
   const masks: string[] = [];
-  const column = new Map<number, string>();
-  for (let first = 0; first < sets.length; first += 64) {
+  for (let chunk = 0; chunk * 64 < sets.length; chunk++) {
     const bitsOf = new Map<number, bigint>();
-    sets.slice(first, first + 64).forEach((set, k) => {
+    sets.slice(chunk * 64, chunk * 64 + 64).forEach((set, k) => {
       for (const h of set) bitsOf.set(h, (bitsOf.get(h) ?? 0n) | (1n << BigInt(k)));
     });
+    // A chunk without a hash has no mask: none of its goals converts (`converts` says 0).
     if (bitsOf.size === 0) continue;
-    const name = `m${masks.length}`;
     const keys = p.bind('Array(UInt64)', [...bitsOf.keys()]);
     const values = p.bind('Array(UInt64)', [...bitsOf.values()]);
     masks.push(
-      `arrayReduce('groupBitOr', arrayMap(h -> transform(h, ${keys}, ${values}, toUInt64(0)), ${array})) AS ${name}`,
+      `arrayReduce('groupBitOr', arrayMap(h -> transform(h, ${keys}, ${values}, toUInt64(0)), ${array})) AS m${chunk}`,
     );
-    for (let j = first; j < Math.min(first + 64, sets.length); j++) column.set(j, name);
   }
   return {
     masks,
-    converts: (j) => {
-      const name = column.get(j);
-      return name && sets[j]!.length > 0 ? `bitTest(${name}, ${j % 64})` : '0';
-    },
+    converts: (j) => (sets[j]!.length > 0 ? `bitTest(m${Math.floor(j / 64)}, ${j % 64})` : '0'),
   };
 }
 
