@@ -13,6 +13,7 @@ export * from './retention';
 export * from './rollup';
 export * from './sessions';
 export * from './shared';
+export { forgetSummaries } from './summaries';
 export * from './traits';
 export * from './users';
 export * from './visitors';

@@ -234,7 +234,7 @@ const wholePartitions = (parameter: SummarizedParameter) =>
  * by this read whose rows could not be stored is then not summarized (the caller would not
  * find its values).
  */
-export async function summarizedDays(
+export function summarizedDays(
   ch: ClickHouse,
   siteId: number,
   common: CommonParams,
@@ -242,14 +242,126 @@ export async function summarizedDays(
   settled: Settled | undefined,
   /** Undefined: the days without a summary are left to the caller, none built. */
   build: BuildCounts | undefined,
-  {
-    table = 'session_paths',
-    values,
-    valuesUnder,
-    names,
-  }: { table?: SessionRollup; values?: string[]; valuesUnder?: string; names?: boolean } = {},
+  options: SummaryOptions = {},
 ): Promise<SummarizedDays | undefined> {
-  if (!settled || settled.partitions.length === 0) return undefined;
+  if (!settled || settled.partitions.length === 0) return Promise.resolve(undefined);
+  const read = () => readSummarizedDays(ch, siteId, common, parameter, settled, build, options);
+  const key = JSON.stringify([
+    siteId,
+    parameter,
+    common.startDate ?? null,
+    common.endDate ?? null,
+    common.timeZone,
+    options.table ?? 'session_paths',
+    options.values ?? null,
+    options.valuesUnder ?? null,
+    options.names === true,
+    build !== undefined,
+    summarizableParts(settled),
+  ]);
+  let memo = memos.get(ch.writer);
+  if (!memo) {
+    memo = new Map();
+    memos.set(ch.writer, memo);
+  }
+  let days = memo.get(key);
+  if (days) {
+    // Most recently used last: the first entry is the one to drop.
+    memo.delete(key);
+  } else {
+    const held = memo;
+    const reading = read();
+    const forget = () => {
+      if (held.get(key) === days) held.delete(key);
+    };
+    days = reading.then((r) => r.days);
+    reading.then((r) => r.complete || forget(), forget);
+  }
+  memo.set(key, days);
+  for (const oldest of memo.keys()) {
+    if (memo.size <= MEMO_ENTRIES) break;
+    memo.delete(oldest);
+  }
+  // Each caller gets its own copy: answers add to the counts they are given.
+  return days.then((d) => d && copyDays(d));
+}
+
+interface SummaryOptions {
+  table?: SessionRollup;
+  values?: string[];
+  valuesUnder?: string;
+  names?: boolean;
+}
+
+/**
+ * The summarized days recently read, per engine (its writer: the same under every wrapper of a
+ * client, as the query service's bounded reads), by everything they depend on: the site, the
+ * parameter, the range, the options, and the settled parts of the days old enough to be
+ * summarized. A summary is of one part and never changes while the part lasts (the service
+ * writes a day's summary once per part, the same rows each time); a late event, a merge or a
+ * delete gives the day another part, and the read another key. A day that becomes old enough
+ * adds its part to the key too. So a kept answer is the one the stored summaries give now,
+ * but for days summarized since by other reads (read from their sessions instead, exactly).
+ * Kept as the promise, so that reads at once share one lookup (a failed one is not kept).
+ * At 10 M events the lookup is 20-40 ms of an unfiltered answer (docs/benchmarks.md).
+ */
+const memos = new WeakMap<ClickHouse['writer'], Map<string, Promise<SummarizedDays | undefined>>>();
+
+/** Most summarized ranges kept per client: each is the counts of some hundreds of values. */
+const MEMO_ENTRIES = 256;
+
+/**
+ * Forgets the summarized days kept for `ch`: for a process that changed stored summaries other
+ * than by reading them (tests that tamper with them to show they are read).
+ */
+export function forgetSummaries(ch: ClickHouse): void {
+  memos.delete(ch.writer);
+}
+
+/**
+ * The settled parts of the days a read may summarize (those that ended an hour ago), as
+ * `day:part`: those of today's partition, which change with every write, leave the key alone.
+ */
+function summarizableParts(settled: Settled): string[] {
+  const now = Date.now();
+  return settled.partitions.flatMap((d, i) =>
+    /^\d{8}$/.test(d) && (epochDay(Number(d)) + 1) * DAY_MS + HOUR_MS <= now
+      ? [`${d}:${settled.parts[i]}`]
+      : [],
+  );
+}
+
+const HOUR_MS = 3_600_000;
+
+/** A read of summarized days, and whether it left nothing for a later read to build. */
+interface Summarized {
+  days: SummarizedDays | undefined;
+  complete: boolean;
+}
+
+const copyCounts = (c: KeyedCounts): KeyedCounts => ({
+  byValue: new Map([...c.byValue].map(([v, r]) => [v, { ...r }])),
+  ...(c.apart ? { apart: new Map([...c.apart].map(([v, r]) => [v, { ...r }])) } : {}),
+  all_sessions: c.all_sessions,
+  all_events: c.all_events,
+});
+
+const copyDays = (d: SummarizedDays): SummarizedDays => ({
+  partitions: [...d.partitions],
+  counts: copyCounts(d.counts),
+  byDay: new Map([...d.byDay].map(([day, c]) => [day, { counts: copyCounts(c.counts), spanEnd: c.spanEnd }])),
+  ...(d.names ? { names: new Map(d.names) } : {}),
+});
+
+async function readSummarizedDays(
+  ch: ClickHouse,
+  siteId: number,
+  common: CommonParams,
+  parameter: SummarizedParameter,
+  settled: Settled,
+  build: BuildCounts | undefined,
+  { table = 'session_paths', values, valuesUnder, names }: SummaryOptions,
+): Promise<Summarized> {
   const candidates = settled.partitions.filter((d) => /^\d{8}$/.test(d));
   const partOf = new Map(settled.partitions.map((d, i) => [d, settled.parts[i]!]));
   // The candidate days inside the range, as the engine's calendar has them.
@@ -303,7 +415,8 @@ export async function summarizedDays(
     );
   }
   const days = (range?.range_days ?? []).map((d) => ({ day: Number(d), part: partOf.get(d)! }));
-  if (days.length === 0 || !range || !UTC_NAMES.includes(range.tz)) return undefined;
+  if (days.length === 0 || !range || !UTC_NAMES.includes(range.tz))
+    return { days: undefined, complete: true };
 
   const counts = emptyCounts();
   const summarized = new Set<number>();
@@ -338,9 +451,14 @@ export async function summarizedDays(
   // summary holds) have every event inside the range asked for, so that range's bounds keep all
   // of them, as the day's own would. The others are read from their sessions this time: a
   // first read costs about what it did without summaries, and the next ones build the rest.
-  const unsummarized = build ? days.filter((d) => !summarized.has(d.day) && !outside.has(d.day)) : [];
+  const open = days.filter((d) => !summarized.has(d.day) && !outside.has(d.day));
+  const unsummarized = build ? open : [];
   const spans = whole ? await sessionSpans(ch, siteId, common, unsummarized, table) : undefined;
-  const missing = unsummarized.filter((d) => spans?.get(d.day)?.inside !== false).slice(0, MAX_BUILT_DAYS);
+  const buildable = unsummarized.filter((d) => spans?.get(d.day)?.inside !== false);
+  const missing = buildable.slice(0, MAX_BUILT_DAYS);
+  // Whether a later read of this range would find what this one does (the memo keeps only such):
+  // no day left for it to build, none whose build could not be stored.
+  let complete = build ? buildable.length <= MAX_BUILT_DAYS : open.length === 0;
   const built =
     build && missing.length > 0
       ? await build(
@@ -359,19 +477,24 @@ export async function summarizedDays(
       () => true,
       () => false,
     );
+    complete &&= stored;
     for (const { day, counts: c, span } of stored || !valuesUnder ? summaries : []) {
       mergeCounts(counts, c);
       summarized.add(day);
       byDay.set(day, { counts: c, spanEnd: span.end });
     }
   }
-  if (summarized.size === 0) return undefined;
+  if (built === undefined && missing.length > 0) complete = false;
+  if (summarized.size === 0) return { days: undefined, complete };
   const hashes = names
     ? new Map(
         stored.flatMap((r) => (Number(r.totals) !== 1 && r.h !== undefined ? [[r.h, r.v] as const] : [])),
       )
     : undefined;
-  return { partitions: [...summarized], counts, byDay, ...(hashes ? { names: hashes } : {}) };
+  return {
+    days: { partitions: [...summarized], counts, byDay, ...(hashes ? { names: hashes } : {}) },
+    complete,
+  };
 }
 
 interface Span {
