@@ -2,6 +2,7 @@ import {
   buildSummaries,
   compactSessionDays,
   type Filter,
+  forgetKeptReads,
   type GoalDefinition,
   generateEvents,
   insertEvents,
@@ -137,8 +138,9 @@ const builtDays = async () =>
  * million times, 60,000 of them under `title`.
  */
 const insertBuiltSession = (day: number, title: string, build = '', site = tenant.siteId) =>
-  h.ch.command(
-    `INSERT INTO session_pages (site_id, partition, build_id, session_id, session_start, session_end,
+  h.ch
+    .command(
+      `INSERT INTO session_pages (site_id, partition, build_id, session_id, session_start, session_end,
        first_event, paths, constants_low, constants_high, pageviews, tied, unsure, page_hashes, page_counts,
        title_paths, titles, title_hash_counts, entry_hash, entry_gap, exit_hash, exit_gap)
      SELECT site_id, partition, if({b:String} = '', build_id, toUUID({b:String})), generateUUIDv7(),
@@ -148,8 +150,9 @@ const insertBuiltSession = (day: number, title: string, build = '', site = tenan
        [bitShiftLeft(bitShiftRight(cityHash64({t:String}), 16), 16) + 60000],
        bitShiftRight(cityHash64('/pricing'), 16), -1, bitShiftRight(cityHash64('/pricing'), 16), -1
      FROM session_pages_builds FINAL WHERE site_id = {s:UInt32} AND partition = {d:UInt32} LIMIT 1`,
-    { s: site, d: day, t: title, b: build },
-  );
+      { s: site, d: day, t: title, b: build },
+    )
+    .then(() => forgetKeptReads(h.ch));
 
 /**
  * Path goals the filtered goal list counts from the rows (one of them a path no session has,
@@ -275,6 +278,7 @@ describe.skipIf(TEST_CLICKHOUSE === 'cluster')('filtered pages and goals from se
        FROM session_pages_builds FINAL WHERE site_id = {s:UInt32} AND partition = {d:UInt32}`,
       { s: tenant.siteId, d: DAY },
     );
+    forgetKeptReads(h.ch);
     const pricing = async () =>
       (await metric('pathname', filters)).body.data.data.find((r) => r.value === '/pricing');
     const truth = expected('pathname', filters).data.find((r) => r.value === '/pricing');
@@ -349,6 +353,7 @@ describe.skipIf(TEST_CLICKHOUSE === 'cluster')('filtered pages and goals from se
        SETTINGS mutations_sync = 2`,
       { s: tenant.siteId, d: day },
     );
+    forgetKeptReads(h.ch);
     const part = (table: string) =>
       `(SELECT name FROM system.parts WHERE database = currentDatabase() AND active
         AND table = '${table}' AND partition_id = toString({d:UInt32}))`;
@@ -360,6 +365,7 @@ describe.skipIf(TEST_CLICKHOUSE === 'cluster')('filtered pages and goals from se
          ['Only in an old build'], 0`,
       { s: tenant.siteId, d: day, b: old },
     );
+    forgetKeptReads(h.ch);
     await insertBuiltSession(day, 'Only in an old build', old);
     const builds = async () =>
       h.ch.query<{ build: string; layout: number }>(

@@ -3,7 +3,7 @@ import {
   buildFunnelSummaries,
   compactSessionDays,
   type FunnelStep,
-  forgetSummaries,
+  forgetKeptReads,
   funnelStepSessions,
   funnelSummaryParameter,
   type GoalDefinition,
@@ -205,7 +205,7 @@ const tamper = async (
     ),
     format: 'JSONEachRow',
   });
-  if (forget) forgetSummaries(h.ch);
+  if (forget) forgetKeptReads(h.ch);
 };
 
 /** `n` late events in sessions of 7 June (DAY): its partitions gain a part. */
@@ -257,7 +257,7 @@ describe.skipIf(TEST_CLICKHOUSE === 'cluster')('per-day summaries of the page br
     await tamper(['pathname'], DAY, 'session_paths', { forget: false });
     // The same range over the same parts: the days kept from the last read, not the stored rows.
     expect((await metric('pathname')).body).toEqual(kept);
-    forgetSummaries(h.ch);
+    forgetKeptReads(h.ch);
     expect((await metric('pathname')).body.data.data[0]).toMatchObject({ value: TAMPERED, count: 1_000_000 });
   });
 
@@ -586,7 +586,7 @@ describe.skipIf(TEST_CLICKHOUSE === 'cluster')('per-day summaries of the goal li
       ],
       format: 'JSONEachRow',
     });
-    forgetSummaries(h.ch);
+    forgetKeptReads(h.ch);
     const tampered = await list();
     expect(tampered[0]!.conversions).toBeGreaterThan(1_000_000);
 
@@ -686,7 +686,7 @@ describe.skipIf(TEST_CLICKHOUSE === 'cluster')('per-day summaries of the journey
        WHERE site_id = {s:UInt32} AND parameter = 'journeys:3:paths' AND partition = {d:UInt32}`,
       { s: tenant.siteId, d: DAY },
     );
-    forgetSummaries(h.ch);
+    forgetKeptReads(h.ch);
     expect(await journeysOf({ limit: '500' })).toEqual(expected(3, 500));
     // A journey no session takes (a page repeated in a row counts once), on 7 June.
     const [top] = await journeysOf({ limit: '1' });
@@ -711,7 +711,7 @@ describe.skipIf(TEST_CLICKHOUSE === 'cluster')('per-day summaries of the journey
       ],
       format: 'JSONEachRow',
     });
-    forgetSummaries(h.ch);
+    forgetKeptReads(h.ch);
     // Its rows no longer add up to the day's totals: the answer comes from the sessions.
     expect(await journeysOf({ limit: '500' })).toEqual(expected(3, 500));
     // With the totals raised alike, the summary is read: the journey shows.
@@ -728,7 +728,7 @@ describe.skipIf(TEST_CLICKHOUSE === 'cluster')('per-day summaries of the journey
       ],
       format: 'JSONEachRow',
     });
-    forgetSummaries(h.ch);
+    forgetKeptReads(h.ch);
     const [first] = await journeysOf({ limit: '500' });
     expect(first).toMatchObject({ path: [page, page], count: 1_000_000 });
 
@@ -863,7 +863,7 @@ describe.skipIf(TEST_CLICKHOUSE === 'cluster')('per-day summaries of the funnels
        WHERE site_id = {s:UInt32} AND parameter = {p:String} AND partition = {d:UInt32}`,
       { s: tenant.siteId, p: `${parameter}:visitors`, d: DAY },
     );
-    forgetSummaries(h.ch);
+    forgetKeptReads(h.ch);
     expect(await analyze(FUNNEL)).toEqual(want);
     // A visitor only the summary knows, through every step, and sessions only it counts.
     const [totals] = await h.ch.query<{ span_start: string; span_end: string; n: number }>(
@@ -881,7 +881,7 @@ describe.skipIf(TEST_CLICKHOUSE === 'cluster')('per-day summaries of the funnels
       ],
       format: 'JSONEachRow',
     });
-    forgetSummaries(h.ch);
+    forgetKeptReads(h.ch);
     const tampered = (await analyze(FUNNEL)) as { visitors: number; sessions: number }[];
     expect(tampered.map((s) => s.visitors)).toEqual(want.map((s) => s.visitors + 1));
     expect(tampered.map((s) => s.sessions)).toEqual(want.map((s, k) => s.sessions + (k === 0 ? 1000 : 0)));

@@ -1,7 +1,7 @@
 import {
   compactSessionDays,
   type FunnelStep,
-  forgetSummaries,
+  forgetKeptReads,
   funnelSummaryParameter,
   type GoalDefinition,
   generateEvents,
@@ -297,7 +297,7 @@ describe.skipIf(TEST_CLICKHOUSE === 'cluster')('the background builder of summar
       `DELETE FROM metric_summaries WHERE site_id = {s:UInt32} AND parameter = 'sessions' AND totals = 0`,
       { s: tenant.siteId },
     );
-    forgetSummaries(h.ch);
+    forgetKeptReads(h.ch);
     const reads = await builderReads();
     builder.schedule();
     await builder.idle();
@@ -310,7 +310,7 @@ describe.skipIf(TEST_CLICKHOUSE === 'cluster')('the background builder of summar
   it('builds nothing once closed', async () => {
     await builder.close();
     await h.ch.command('DELETE FROM metric_summaries WHERE site_id = {s:UInt32}', { s: tenant.siteId });
-    forgetSummaries(h.ch);
+    forgetKeptReads(h.ch);
     builder.schedule();
     await builder.idle();
     expect(await summaryRows()).toBe(0);

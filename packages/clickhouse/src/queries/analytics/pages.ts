@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { ClickHouse } from '../../client';
 import { type CommonParams, matchAny, Params, rangeBounds } from '../builder';
+import { memo } from './memo';
 import { keyHash, listedSessionsLimit, type PageNames, pathHash, readPageNames } from './paths';
 import { type Settled, settledParts } from './rollup';
 import { rowFilterCondition, rowFiltersApply, UNSURE_ROW, unsureApply } from './row-filters';
@@ -281,7 +282,42 @@ export async function pageDays(
       : [settled, await settledParts(ch, 'session_paths')];
   const days = settledDays(common, facts, paths);
   if (days.length === 0) return undefined;
+  const settledBy = Date.now() - 3_600_000;
+  const key = JSON.stringify([
+    siteId,
+    common.startDate ?? null,
+    common.endDate ?? null,
+    common.timeZone,
+    days.map(buildKey),
+    days.filter((d) => (epochDay(d.day) + 1) * DAY_MS <= settledBy).map((d) => d.day),
+  ]);
+  const found = await keptDays.read(
+    ch,
+    key,
+    () => readPageDays(ch, siteId, common, days),
+    (r) => r.complete,
+  );
+  return found.days && { partitions: [...found.days.partitions], builds: [...found.days.builds] };
+}
+
+/**
+ * The range's days read from `session_pages` (memo.ts), by the site, the range and the days'
+ * parts, and which of them are old enough to be built: a build is of its day's two parts and
+ * never changes while they last. Kept only when the read found nothing to build (a day built
+ * by it, or whose build failed, is looked up again by the next read). The lookup of the builds
+ * and of the spans of the days that are not (those whose sessions reach out of the range) is
+ * 30-40 ms of a filtered page breakdown at 10 M events (docs/benchmarks.md).
+ */
+const keptDays = memo<{ days: PageDays | undefined; complete: boolean }>(256);
+
+async function readPageDays(
+  ch: ClickHouse,
+  siteId: number,
+  common: CommonParams,
+  days: SettledDay[],
+): Promise<{ days: PageDays | undefined; complete: boolean }> {
   let { built, unbuilt } = await storedBuilds(ch, siteId, common, days);
+  const complete = unbuilt.length === 0;
   if (unbuilt.length > 0) {
     const byDay = new Map(days.map((d) => [d.day, d]));
     // One at a time: the builds share the engine's one write connection. A build that fails
@@ -293,8 +329,11 @@ export async function pageDays(
     ({ built } = await storedBuilds(ch, siteId, common, days));
   }
   const usable = [...built.entries()].filter(([, b]) => b.inside);
-  if (usable.length === 0) return undefined;
-  return { partitions: usable.map(([day]) => day), builds: usable.map(([, b]) => b.build) };
+  if (usable.length === 0) return { days: undefined, complete };
+  return {
+    days: { partitions: usable.map(([day]) => day), builds: usable.map(([, b]) => b.build) },
+    complete,
+  };
 }
 
 /**
@@ -337,6 +376,12 @@ export interface SessionPageRows {
   matching: (p: Params) => string;
 }
 
+/**
+ * The exceptions of some builds (their tied sessions, and with filters on address or browser
+ * attributes the unsure ones too), by the builds: a build's rows never change (memo.ts).
+ */
+const keptExceptions = memo<{ ids: string[]; n: number }[]>(256);
+
 /** The rows of `days` (pageDays) as SessionPageRows says, for a filtered answer. */
 export async function sessionPageRows(
   ch: ClickHouse,
@@ -364,10 +409,15 @@ export async function sessionPageRows(
   // 236 ms). Past MAX_MATCHING_PATHS, the answer reads as before. Found beside the exceptions.
   const q = new Params();
   const [[listed], found] = await Promise.all([
-    ch.query<{ ids: string[]; n: number }>(
-      `SELECT groupArray(${Math.max(1, Math.floor(limit))})(session_id) AS ids, count() AS n
-       FROM session_pages WHERE ${rows(e, false)}`,
-      e.values,
+    keptExceptions.read(
+      ch,
+      JSON.stringify([siteId, days.partitions, days.builds, unsureApply(ch, common), limit]),
+      () =>
+        ch.query<{ ids: string[]; n: number }>(
+          `SELECT groupArray(${Math.max(1, Math.floor(limit))})(session_id) AS ids, count() AS n
+           FROM session_pages WHERE ${rows(e, false)}`,
+          e.values,
+        ),
     ),
     pathFilters.length === 0
       ? undefined

@@ -1,6 +1,7 @@
 import { Readable } from 'node:stream';
 import type { ClickHouse } from '../../client';
 import { type CommonParams, Params, rangeBounds } from '../builder';
+import { memo } from './memo';
 import type { SessionRollup, Settled } from './rollup';
 import { type SESSION_ATTRIBUTES, valueHash } from './shared';
 
@@ -245,7 +246,6 @@ export function summarizedDays(
   options: SummaryOptions = {},
 ): Promise<SummarizedDays | undefined> {
   if (!settled || settled.partitions.length === 0) return Promise.resolve(undefined);
-  const read = () => readSummarizedDays(ch, siteId, common, parameter, settled, build, options);
   const key = JSON.stringify([
     siteId,
     parameter,
@@ -259,31 +259,15 @@ export function summarizedDays(
     build !== undefined,
     summarizableParts(settled),
   ]);
-  let memo = memos.get(ch.writer);
-  if (!memo) {
-    memo = new Map();
-    memos.set(ch.writer, memo);
-  }
-  let days = memo.get(key);
-  if (days) {
-    // Most recently used last: the first entry is the one to drop.
-    memo.delete(key);
-  } else {
-    const held = memo;
-    const reading = read();
-    const forget = () => {
-      if (held.get(key) === days) held.delete(key);
-    };
-    days = reading.then((r) => r.days);
-    reading.then((r) => r.complete || forget(), forget);
-  }
-  memo.set(key, days);
-  for (const oldest of memo.keys()) {
-    if (memo.size <= MEMO_ENTRIES) break;
-    memo.delete(oldest);
-  }
   // Each caller gets its own copy: answers add to the counts they are given.
-  return days.then((d) => d && copyDays(d));
+  return kept
+    .read(
+      ch,
+      key,
+      () => readSummarizedDays(ch, siteId, common, parameter, settled, build, options),
+      (r) => r.complete,
+    )
+    .then((r) => r.days && copyDays(r.days));
 }
 
 interface SummaryOptions {
@@ -294,29 +278,16 @@ interface SummaryOptions {
 }
 
 /**
- * The summarized days recently read, per engine (its writer: the same under every wrapper of a
- * client, as the query service's bounded reads), by everything they depend on: the site, the
+ * The summarized days recently read (memo.ts), by everything they depend on: the site, the
  * parameter, the range, the options, and the settled parts of the days old enough to be
  * summarized. A summary is of one part and never changes while the part lasts (the service
  * writes a day's summary once per part, the same rows each time); a late event, a merge or a
  * delete gives the day another part, and the read another key. A day that becomes old enough
- * adds its part to the key too. So a kept answer is the one the stored summaries give now,
- * but for days summarized since by other reads (read from their sessions instead, exactly).
- * Kept as the promise, so that reads at once share one lookup (a failed one is not kept).
- * At 10 M events the lookup is 20-40 ms of an unfiltered answer (docs/benchmarks.md).
+ * adds its part to the key too. Only a read that left nothing to build is kept, so a kept answer
+ * is the one the stored summaries give. At 10 M events the lookup is 20-40 ms of an unfiltered
+ * answer (docs/benchmarks.md); 256 ranges, each the counts of some hundreds of values.
  */
-const memos = new WeakMap<ClickHouse['writer'], Map<string, Promise<SummarizedDays | undefined>>>();
-
-/** Most summarized ranges kept per client: each is the counts of some hundreds of values. */
-const MEMO_ENTRIES = 256;
-
-/**
- * Forgets the summarized days kept for `ch`: for a process that changed stored summaries other
- * than by reading them (tests that tamper with them to show they are read).
- */
-export function forgetSummaries(ch: ClickHouse): void {
-  memos.delete(ch.writer);
-}
+const kept = memo<Summarized>(256);
 
 /**
  * The settled parts of the days a read may summarize (those that ended an hour ago), as
