@@ -323,6 +323,29 @@ describe.skipIf(TEST_CLICKHOUSE === 'cluster')('filtered pages and goals from se
     expect(Number(day?.n)).toBe(2);
   });
 
+  it('keeps the built days a range read: a build taken away behind the service is read until they are forgotten', async () => {
+    const filters = FILTERS[0]!;
+    // A day no test before changed: one build, of its current parts.
+    const day = INSIDE.find((d) => d !== DAY)!;
+    const pricing = async () =>
+      (await metric('pathname', filters)).body.data.data.find((r) => r.value === '/pricing')?.pageviews ?? 0;
+    const truth = expected('pathname', filters).data.find((r) => r.value === '/pricing')?.pageviews ?? 0;
+    // A session only the day's build holds: seen in the answer, it shows the build was read.
+    await insertBuiltSession(day, 'Only in session_pages');
+    expect(await pricing()).toBe(truth + 1_000_000);
+    // The build's row taken away: the build kept from the last read is still read.
+    await h.ch.command(
+      `ALTER TABLE session_pages_builds DELETE WHERE site_id = {s:UInt32} AND partition = {d:UInt32}
+       SETTINGS mutations_sync = 2`,
+      { s: tenant.siteId, d: day },
+    );
+    expect(await pricing()).toBe(truth + 1_000_000);
+    // Forgotten: the day has no build, is built again from its parts, without that session.
+    forgetKeptReads(h.ch);
+    expect(await pricing()).toBe(truth);
+    await answersMatch();
+  });
+
   it('is built ahead of the reads by the background builder, every settled day of its window', async () => {
     const { other, events: generated } = await otherSite(600, 42);
     const now = new Date('2026-06-20T12:00:00Z');
