@@ -9,7 +9,7 @@ import { ADJACENT_EQUAL, addDays, NEXT_GAPS } from './shared';
 import {
   addCounts,
   emptyCounts,
-  epochDay,
+  endedAnHourAgo,
   isUtcZone,
   type KeyedCounts,
   sessionSpans,
@@ -118,8 +118,6 @@ function engineZone(ch: ClickHouse): Promise<string> {
   return zone;
 }
 
-const DAY_MS = 86_400_000;
-
 /**
  * The stored builds of the settled days' current parts, with whether each one's span lies inside
  * the range; and the days without one worth building for it: those that ended an hour ago and
@@ -152,8 +150,7 @@ async function storedBuilds(
   // once it ended an hour ago (a day still receiving events would be built again at every
   // merge), and only where its sessions all lie in the range.
   if (!isUtcZone(await engineZone(ch))) return { built, unbuilt: [] };
-  const settledBy = Date.now() - 3_600_000;
-  const missing = days.filter((d) => !built.has(d.day) && (epochDay(d.day) + 1) * DAY_MS <= settledBy);
+  const missing = days.filter((d) => !built.has(d.day) && endedAnHourAgo(d.day));
   if (missing.length === 0) return { built, unbuilt: [] };
   const spans = await sessionSpans(
     ch,
@@ -282,14 +279,13 @@ export async function pageDays(
       : [settled, await settledParts(ch, 'session_paths')];
   const days = settledDays(common, facts, paths);
   if (days.length === 0) return undefined;
-  const settledBy = Date.now() - 3_600_000;
   const key = JSON.stringify([
     siteId,
     common.startDate ?? null,
     common.endDate ?? null,
     common.timeZone,
     days.map(buildKey),
-    days.filter((d) => (epochDay(d.day) + 1) * DAY_MS <= settledBy).map((d) => d.day),
+    days.filter((d) => endedAnHourAgo(d.day)).map((d) => d.day),
   ]);
   const found = await keptDays.read(
     ch,

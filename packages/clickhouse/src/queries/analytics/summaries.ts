@@ -149,6 +149,15 @@ export const epochDay = (day: number) =>
   Date.UTC(Math.floor(day / 10_000), (Math.floor(day / 100) % 100) - 1, day % 100) / DAY_MS;
 
 /**
+ * Whether a partition day (YYYYMMDD, a UTC day) ended an hour ago: old enough to be summarized
+ * or built (a day still receiving events would be done again at every merge of its parts).
+ */
+export const endedAnHourAgo = (day: number, now = Date.now()) =>
+  (epochDay(day) + 1) * DAY_MS + HOUR_MS <= now;
+
+const HOUR_MS = 3_600_000;
+
+/**
  * A condition on `session_paths` rows: the session belongs to one of the partitions `days`
  * (YYYYMMDD) and lies wholly inside that (UTC) day. Reads only the id and the two times, so it
  * works as a PREWHERE.
@@ -296,13 +305,9 @@ const kept = memo<Summarized>(256);
 function summarizableParts(settled: Settled): string[] {
   const now = Date.now();
   return settled.partitions.flatMap((d, i) =>
-    /^\d{8}$/.test(d) && (epochDay(Number(d)) + 1) * DAY_MS + HOUR_MS <= now
-      ? [`${d}:${settled.parts[i]}`]
-      : [],
+    /^\d{8}$/.test(d) && endedAnHourAgo(Number(d), now) ? [`${d}:${settled.parts[i]}`] : [],
   );
 }
-
-const HOUR_MS = 3_600_000;
 
 /** A read of summarized days, and whether it left nothing for a later read to build. */
 interface Summarized {
