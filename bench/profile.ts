@@ -27,6 +27,7 @@ interface Timed {
   runMs: number;
   cpuMs: number;
   sql: string;
+  params: Record<string, unknown> | undefined;
 }
 
 export const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
@@ -64,19 +65,20 @@ async function statementsOf(ch: ClickHouse, answer: (ch: ClickHouse) => Promise<
       planMs,
       runMs: run.ms,
       cpuMs: run.cpuMs,
-      sql: sql.replace(/\s+/g, ' ').trim().slice(0, 90),
+      sql: sql.replace(/\s+/g, ' ').trim(),
+      params,
     });
   }
   return timed;
 }
 
 /**
- * `pnpm bench profile --data-dir DIR [--runs R] [--only REGEX] [--filtered | --filters JSON] [--pool N]`: where the answers of
+ * `pnpm bench profile --data-dir DIR [--runs R] [--only REGEX] [--filtered | --filters JSON] [--pool N] [--sql]`: where the answers of
  * a seeded data directory (`pnpm bench query --data-dir DIR`, server stopped) spend their time,
  * in-process on the embedded engine: each answer's median time and CPU time over R runs, then every statement it
  * sends, planned alone (`EXPLAIN PLAN`) and run alone. The bench's 30-day range in
  * Europe/Berlin; `--filtered` adds its two filters, `--filters JSON` others (the API's `filters`
- * array); `--pool` the read connections (3, the server's default).
+ * array); `--pool` the read connections (3, the server's default); `--sql` prints each statement whole, with its parameters.
  */
 export async function benchProfile(args: string[]): Promise<void> {
   const given = option(args, 'data-dir');
@@ -87,6 +89,7 @@ export async function benchProfile(args: string[]): Promise<void> {
   const { siteId } = JSON.parse(readFileSync(join(dataDir, marker), 'utf8')) as { siteId: number };
   const runs = Number(option(args, 'runs') ?? 8);
   const only = new RegExp(option(args, 'only') ?? '.');
+  const full = args.includes('--sql');
   const end = new Date();
   const start = new Date(end.getTime() - 29 * 86_400_000);
   const common: CommonParams = {
@@ -143,10 +146,13 @@ export async function benchProfile(args: string[]): Promise<void> {
       console.log(
         `\n${name}: ${median(times).toFixed(1)} ms in-process, ${median(cpu).toFixed(1)} ms of CPU (medians of ${runs}); its ${statements.length} statements alone: planned ${sum('planMs').toFixed(1)} ms, run ${sum('runMs').toFixed(1)} ms, ${sum('cpuMs').toFixed(1)} ms of CPU`,
       );
-      for (const s of statements)
+      for (const s of statements) {
         console.log(
-          `  plan ${s.planMs.toFixed(1).padStart(6)}  run ${s.runMs.toFixed(1).padStart(6)}  cpu ${s.cpuMs.toFixed(1).padStart(6)}  ${s.sql}`,
+          `  plan ${s.planMs.toFixed(1).padStart(6)}  run ${s.runMs.toFixed(1).padStart(6)}  cpu ${s.cpuMs.toFixed(1).padStart(6)}  ${full ? s.sql : s.sql.slice(0, 90)}`,
         );
+        if (full)
+          console.log(`    ${JSON.stringify(s.params, (_k, v) => (typeof v === 'bigint' ? String(v) : v))}`);
+      }
     }
   } finally {
     await ch.close();
