@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import {
   createClickHouse,
-  NORMALIZED_SETTINGS,
+  EMBEDDED_SETTINGS,
   readLimitSettings,
   withParams,
   withReadLimits,
@@ -15,8 +15,8 @@ import { option } from './query';
 /** The query service's read limits by default (CLICKHOUSE_READ_*). */
 const LIMITS = { timeoutSeconds: 30, maxMemoryMb: 8192, spill: true };
 
-/** The client's normalized settings and the read limits: what a read of the query service carries. */
-const READ_SETTINGS = { ...NORMALIZED_SETTINGS, ...readLimitSettings(LIMITS) };
+/** The client's settings on the embedded engine and the read limits: what a read of the query service carries. */
+const READ_SETTINGS = { ...EMBEDDED_SETTINGS, ...readLimitSettings(LIMITS) };
 
 async function timed(runs: number, read: () => Promise<unknown>): Promise<number> {
   for (let i = 0; i < 10; i++) await read();

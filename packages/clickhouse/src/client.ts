@@ -30,6 +30,21 @@ export const NORMALIZED_SETTINGS: Readonly<ClickHouseSettings> = {
 };
 
 /**
+ * Settings of every call on the embedded engine (ClickHouse 26.x), on top of the normalized ones.
+ * The analyzer's pass that derives more comparisons from a chain of `AND`ed comparisons
+ * (`a < b AND b < 5` gains `a < 5`) hashes the query tree again and again: in the analytics'
+ * statements, with their range conditions inside lambdas and several nested subqueries, it took
+ * 13-26 of a statement's 30-55 ms of analysis and never found a condition the statement
+ * lacks (each states its range on the key columns itself). Off, the results are the same
+ * (docs/benchmarks.md). Not sent to a server: it knows the setting only from 25.2 on, and an
+ * unknown setting fails the call (docs/scaling.md).
+ */
+export const EMBEDDED_SETTINGS: Readonly<ClickHouseSettings> = {
+  ...NORMALIZED_SETTINGS,
+  optimize_and_compare_chain: 0,
+};
+
+/**
  * Settings of every call on a cluster. An insert into a Distributed table returns once each
  * shard has stored its part (not when it is queued on the receiving node), so an acknowledged
  * batch is durable on its shard and a replay carries the same token to the same shard. GROUP BYs
@@ -129,7 +144,7 @@ export function createClickHouse(opts: ClickHouseOptions): ClickHouse {
     });
   let writer: ClickHouseClient;
   try {
-    writer = open(NORMALIZED_SETTINGS);
+    writer = open(EMBEDDED_SETTINGS);
   } catch (err) {
     throw new ClickHouseLockedError(path, err, lockHolder(path));
   }
@@ -173,7 +188,7 @@ function wrap(
     async query<T>(sql: string, params?: Record<string, unknown>, settings?: ClickHouseSettings) {
       // Embedded: the settings and parameters in one SET ahead of the query; else bound, with
       // the settings (the normalized ones are the server client's own).
-      const all = kind === 'embedded' ? { ...NORMALIZED_SETTINGS, ...settings } : settings;
+      const all = kind === 'embedded' ? { ...EMBEDDED_SETTINGS, ...settings } : settings;
       const set = kind === 'embedded' ? withParams(sql, params ?? {}, all) : undefined;
       const at = leastBusy();
       busy[at]!++;
