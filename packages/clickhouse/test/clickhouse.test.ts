@@ -122,6 +122,18 @@ describe('embedded ClickHouse', () => {
     }
   });
 
+  it("plans the embedded engine's reads and writes without the comparison-chain pass; a server is not sent it", async () => {
+    const setting = "SELECT getSetting('optimize_and_compare_chain') AS v, sleep(0.05) AS z";
+    // Reads at once go to every connection of the pool (each to the least busy one).
+    const reads = await Promise.all(Array.from({ length: 6 }, () => ch.query<{ v: unknown }>(setting)));
+    const writer = await (await ch.writer.query({ query: setting, format: 'JSONEachRow' })).json<{
+      v: unknown;
+    }>();
+    // The server form (the test bridge in front of the same engine) keeps the engine's default.
+    const expected = ch.kind === 'embedded' ? 0 : 1;
+    expect([...reads.map(([r]) => Number(r?.v)), Number(writer[0]?.v)]).toEqual(Array(7).fill(expected));
+  });
+
   it('runs reads side by side on the pool, each with its own parameters', async () => {
     // Reads sent while a first one sleeps find it running (one after the other, they would find
     // nothing: the first would have ended). They look until it ends, since on a loaded machine
