@@ -113,12 +113,16 @@ async function withProfiles<T extends { user_id: string; identified_user_id: str
   siteId: number,
   users: T[],
   profiles: boolean,
+  aliased?: Promise<Map<string, string>>,
 ): Promise<(T & { traits: Traits })[]> {
-  const aliases = await getAliases(
-    ch,
-    siteId,
-    users.filter((u) => u.identified_user_id === '').map((u) => u.user_id),
-  );
+  // `aliased`, read beforehand, may hold the aliases of more visitors than have no identified id.
+  const aliases =
+    (await aliased) ??
+    (await getAliases(
+      ch,
+      siteId,
+      users.filter((u) => u.identified_user_id === '').map((u) => u.user_id),
+    ));
   const resolved = users.map((u) => ({
     ...u,
     identified_user_id: u.identified_user_id || (aliases.get(u.user_id) ?? ''),
@@ -328,7 +332,7 @@ async function windowedLeading(
   edges: Edges,
   sort: LeadingSort,
   scanned: number,
-): Promise<{ k: string }[] | undefined> {
+): Promise<Leading[] | undefined> {
   const latest = sort === 'last_seen desc';
   if (!latest && !common.startDate) return undefined;
   // Hours before the range's end (or now), as the other lists look; by first seen, after its start.
@@ -344,8 +348,8 @@ async function windowedLeading(
       edges,
     });
     const at = latest ? 's_end' : 's_start';
-    const found = await ch.query<{ k: string; at: number; bound: number }>(
-      `SELECT toString(s_user_key) AS k, toUnixTimestamp64Milli(${at}) AS at,
+    const found = await ch.query<Leading & { at: number; bound: number }>(
+      `SELECT toString(s_user_key) AS k, toString(s_end) AS end, toUnixTimestamp64Milli(${at}) AS at,
          toUnixTimestamp64Milli(${bound(q)}) AS bound
        FROM (${rows})
        ORDER BY ${LEADING_SESSIONS[sort]}, s_user_key ASC LIMIT ${q.bind('UInt32', scanned)}`,
@@ -357,6 +361,9 @@ async function windowedLeading(
   }
   return undefined;
 }
+
+/** A leading session (visitorsPage): its visitor's key (decimal text) and its end (DateTime64 text). */
+type Leading = { k: string; end: string };
 
 /** Deepest page (offset + limit) read from the leading sessions. */
 const MAX_LEADING = 5000;
@@ -373,15 +380,17 @@ const readsLeading = (page: UserPage) =>
  * looks for them among a window's sessions first), unless visitors repeat among them so often
  * that they hold too few; else every visitor ranked. `visitors`, when given, is how many
  * visitors there are, counted elsewhere (the leading sessions' read does not count them).
+ * Sorted by last seen, latest first, from the leading sessions: `lastSeen` too, each listed
+ * visitor's `last_seen` (the end of its first session met, its latest), by key.
  */
 async function visitorsPage(
   ch: ClickHouse,
   p: Params,
   sessions: string,
   page: UserPage,
-  windowed?: (sort: LeadingSort, scanned: number) => Promise<{ k: string }[] | undefined>,
+  windowed?: (sort: LeadingSort, scanned: number) => Promise<Leading[] | undefined>,
   visitors?: Promise<number>,
-): Promise<{ keys: string[]; total: number }> {
+): Promise<{ keys: string[]; total: number; lastSeen?: Map<string, string> }> {
   const sort = `${page.sort} ${page.order}` as const;
   const order = LEADING_SESSIONS[sort];
   const wanted = page.offset + page.limit;
@@ -390,8 +399,8 @@ async function visitorsPage(
     const [leading, total] = await Promise.all([
       (async () =>
         (await windowed?.(sort as LeadingSort, scanned)) ??
-        (await ch.query<{ k: string }>(
-          `SELECT toString(s_user_key) AS k FROM (${sessions})
+        (await ch.query<Leading>(
+          `SELECT toString(s_user_key) AS k, toString(s_end) AS end FROM (${sessions})
            ORDER BY ${order}, s_user_key ASC LIMIT ${p.bind('UInt32', scanned)}`,
           p.values,
         )))(),
@@ -400,10 +409,14 @@ async function visitorsPage(
           .query<{ total: number }>(`SELECT uniqExact(s_user_key) AS total FROM (${sessions})`, p.values)
           .then((rows) => Number(rows[0]?.total ?? 0)),
     ]);
-    const met = [...new Set(leading.map((r) => r.k))];
+    // Each visitor's first session met, the end of its latest by last seen.
+    const firstMet = new Map<string, string>();
+    for (const r of leading) if (!firstMet.has(r.k)) firstMet.set(r.k, r.end);
+    const met = [...firstMet.keys()];
     // Fewer sessions than asked for: every visitor was met.
     if (met.length >= wanted || leading.length < scanned) {
-      return { keys: met.slice(page.offset, wanted), total };
+      const keys = met.slice(page.offset, wanted);
+      return { keys, total, ...(sort === 'last_seen desc' && { lastSeen: firstMet }) };
     }
   }
   const direction = page.order === 'asc' ? 'ASC' : 'DESC';
@@ -453,7 +466,7 @@ async function listUsersFromSessions(
       settled,
       { edges },
     );
-    const { keys, total } = await visitorsPage(
+    const { keys, total, lastSeen } = await visitorsPage(
       ch,
       p,
       sessions,
@@ -463,17 +476,34 @@ async function listUsersFromSessions(
     );
     const ids = keys.map(userIdOfKey);
     if (ids.length === 0) return { rows: [], total };
+    // Known last seen times (by last seen, latest first: the default) and the visitors' aliases
+    // (every listed one's: those with an identified id of their own leave theirs unused) need
+    // no counts: both are read beside them.
+    const early = lastSeen
+      ? latestEvents(
+          ch,
+          siteId,
+          keys.map((k) => ({ k, u_last_seen: lastSeen.get(k) ?? '' })),
+        )
+      : undefined;
+    const aliased = getAliases(ch, siteId, ids);
+    early?.catch(() => {});
+    aliased.catch(() => {});
     const counted = await countedVisitors(ch, siteId, common, settled, edges, ids);
     const byKey = new Map(counted.map((r) => [r.k, r]));
     const rows = keys.flatMap((k) => byKey.get(k) ?? []);
-    // Their latest events and profiles are read while readRollup checks the parts read (one
-    // statement less on the way): a read that runs again leaves these unawaited, handled.
-    const latest = latestEvents(ch, siteId, rows);
+    // The counted last seen times are the answer's: were any other than the leading sessions'
+    // (never so far), the latest events are read at them.
+    const same = rows.every((r) => lastSeen?.get(r.k) === r.u_last_seen);
+    // The rest are read while readRollup checks the parts read (one statement less on the way):
+    // a read that runs again leaves these unawaited, handled.
+    const latest = early && same ? early : latestEvents(ch, siteId, rows);
     const profiles = withProfiles(
       ch,
       siteId,
       rows.map((r) => ({ user_id: userIdOfKey(r.k), identified_user_id: r.u_identified_user_id })),
       page.profiles ?? true,
+      aliased,
     );
     latest.catch(() => {});
     profiles.catch(() => {});
