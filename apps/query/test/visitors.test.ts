@@ -1,5 +1,7 @@
 import {
+  type ClickHouse,
   compactSessionDays,
+  forgetKeptReads,
   generateEvents,
   insertEvents,
   LOCAL_SUFFIX,
@@ -257,6 +259,46 @@ describe('distinct visitors from the days they have events on', () => {
     expect(await users(week)).toBe(
       ref.overview(ref.selection(windowEdges(like), site.siteId, full(week))).users,
     );
+  });
+
+  it("reads an ended range's visitors once while the parts it counts stand, again when one changes", async () => {
+    const site = await h.tenant();
+    const like = { ...events[0]!, site_id: site.siteId };
+    const stored = windowEdges(like);
+    await insertEvents(h.ch, stored);
+    forgetKeptReads(h.ch);
+    let sent = 0;
+    const counting: ClickHouse = {
+      ...h.ch,
+      query: (sql, params, settings) => {
+        sent++;
+        return h.ch.query(sql, params, settings);
+      },
+    };
+    const read = async (range: Range) => {
+      sent = 0;
+      const users = await rangeVisitors(counting, site.siteId, full(range));
+      expect(users).toBe(ref.overview(ref.selection(stored, site.siteId, full(range))).users);
+      return sent;
+    };
+    const range = { startDate: '2026-03-01', endDate: '2026-03-31', timeZone: 'Europe/Berlin' };
+    expect(await read(range)).toBeGreaterThan(1);
+    // Only the parts are looked up.
+    expect(await read(range)).toBe(1);
+    // A new visitor of the range: a new part of its events' month and of its window.
+    const late = { ...stored[0]!, timestamp: '2026-03-20 10:00:00.000', user_id: '00000000000fe7e1' };
+    stored.push({ ...late, event_id: uuidv7FromSeed(2, 'a late visitor') });
+    await insertEvents(h.ch, [stored.at(-1)!]);
+    expect(await read(range)).toBeGreaterThan(1);
+    expect(await read(range)).toBe(1);
+    // Merged: new parts, the same visitors, counted again.
+    await h.ch.command('OPTIMIZE TABLE visitor_days FINAL');
+    expect(await read(range)).toBeGreaterThan(1);
+    // A range not yet ended everywhere is counted at every read.
+    const day = (ms: number) => new Date(ms).toISOString().slice(0, 10);
+    const recent = { startDate: day(Date.now() - 20 * DAY_MS), endDate: day(Date.now()), timeZone: 'UTC' };
+    expect(await read(recent)).toBeGreaterThan(1);
+    expect(await read(recent)).toBeGreaterThan(1);
   });
 
   it("stores by the migration's backfill what the view stores, and running it again changes nothing", async () => {

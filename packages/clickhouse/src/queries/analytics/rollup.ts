@@ -1,5 +1,5 @@
 import type { ClickHouse } from '../../client';
-import { type CommonParams, nextDay, Params, rangeBounds, rangeCondition } from '../builder';
+import { type CommonParams, Params, rangeBounds, rangeCondition } from '../builder';
 import {
   rowFilterCondition,
   rowFiltersApply,
@@ -11,6 +11,7 @@ import {
   EVENT_ORDER,
   matchesFilters,
   matchingEvents,
+  rangeEnded,
   rollupElement,
   rollupSize,
   SESSION_ATTRIBUTES,
@@ -200,9 +201,6 @@ export function fromRollup(
      WHERE ${merged} AND _partition_id NOT IN ${p.bind('Array(String)', settled.partitions)}`;
 }
 
-/** How far after the same date's UTC midnight a zone's midnight lies at most (UTC−12). */
-const LATEST_ZONE_MS = 12 * 3_600_000;
-
 /**
  * For a read of a range's sessions from `session_facts` (inside it, crossing it, unsure), a
  * condition on the partitions it merges (FINAL, the costly part: every row of them merged before
@@ -220,8 +218,7 @@ function overlappingPartitions(
   common: CommonParams,
   settled: Settled | undefined,
 ): string | undefined {
-  if (!settled || !common.endDate) return undefined;
-  if (Date.parse(`${nextDay(common.endDate)}T00:00:00Z`) + LATEST_ZONE_MS >= Date.now()) return undefined;
+  if (!settled || !rangeEnded(common)) return undefined;
   const { from, to } = rangeBounds(p, common);
   const overlaps = [`min(session_start) < ${to}`, ...(from ? [`max(session_end) >= ${from}`] : [])];
   return `_partition_id IN (SELECT _partition_id FROM session_facts

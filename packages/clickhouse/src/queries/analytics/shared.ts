@@ -1,4 +1,11 @@
-import { type CommonParams, filterConditions, type Params, rangeBounds, rangeCondition } from '../builder';
+import {
+  type CommonParams,
+  filterConditions,
+  nextDay,
+  type Params,
+  rangeBounds,
+  rangeCondition,
+} from '../builder';
 
 export { EVENT_ORDER, eventOrderKey, orderMs } from '../builder';
 
@@ -157,6 +164,17 @@ export function ratio(num: number, den: number): number {
 
 /** Seconds since the epoch (a bucket's start) or ClickHouse DateTime64 text, as ISO 8601 UTC with ms. */
 export const isoFromSeconds = (seconds: number) => new Date(seconds * 1000).toISOString();
+
+/** How far after the same date's UTC midnight a zone's midnight lies at most (UTC−12). */
+const LATEST_ZONE_MS = 12 * 3_600_000;
+
+/**
+ * Whether a range has ended everywhere on Earth: the day after its end date has begun in
+ * UTC−12 (false for a range without an end).
+ */
+export const rangeEnded = (common: CommonParams) =>
+  common.endDate !== undefined &&
+  Date.parse(`${nextDay(common.endDate)}T00:00:00Z`) + LATEST_ZONE_MS < Date.now();
 
 /** `YYYY-MM-DD` moved by whole days. */
 export function addDays(date: string, days: number): string {

@@ -1,6 +1,7 @@
 import type { ClickHouse } from '../../client';
 import { type CommonParams, Params, rangeBounds } from '../builder';
-import { daysBetween } from './shared';
+import { memo } from './memo';
+import { daysBetween, rangeEnded } from './shared';
 
 /**
  * Ranges at least this many days long count their visitors from `visitor_days`: a window's rows
@@ -42,7 +43,62 @@ export const visitorDaysApply = (ch: ClickHouse, common: CommonParams) =>
  */
 export async function rangeVisitors(ch: ClickHouse, siteId: number, common: CommonParams): Promise<number> {
   const localDays = daysBetween(common.startDate!, common.endDate!);
-  const days = await wholeDays(ch, siteId, common, localDays <= 33);
+  const oneWindow = localDays <= 33;
+  if (!oneWindow || ch.cluster || !rangeEnded(common)) return countVisitors(ch, siteId, common, localDays);
+  const { key, part } = await partsRead(ch, common);
+  return keptVisitors.read(
+    ch,
+    JSON.stringify([siteId, common.startDate, common.endDate, common.timeZone, key]),
+    () => countVisitors(ch, siteId, common, localDays, part),
+  );
+}
+
+/**
+ * The visitors of ranges that have ended everywhere (rangeVisitors; a range still being written
+ * gains parts at every insert, so its count would hardly be read again under the same ones), kept by the range and the names of
+ * the parts its count reads: the active parts of its window's partition of `visitor_days` and of
+ * the events' months from its start to a day after its end (partsRead). Parts never change, and
+ * a late event, a merge or a deletion makes new ones, so a count is read again exactly when
+ * what it reads has changed; read before the count, the names may miss a part stored meanwhile,
+ * whose rows the count may hold, but such names are never all active again. A comparison's
+ * previous range reads its visitors once, not at every overview (about 35 of its 100 ms at
+ * 10 M events, docs/benchmarks.md).
+ */
+const keptVisitors = memo<number>(256);
+
+/**
+ * The names of the parts an ended range's visitors are counted from (keptVisitors), and its
+ * window's merged part as wholeDays finds it, in one lookup.
+ */
+async function partsRead(ch: ClickHouse, common: CommonParams): Promise<{ key: string[]; part: string }> {
+  const p = new Params();
+  const { from, to } = rangeBounds(p, common);
+  const window = `toString(intDiv(${firstWholeDay(p, from!)}, 32))`;
+  const inWindow = `table = 'visitor_days' AND partition_id = ${window}`;
+  const [row] = await ch.query<{ key: string[]; part: string }>(
+    `SELECT arraySort(groupArray(concat(table, '/', name))) AS key,
+       ${mergedPart(inWindow)} AS part
+     FROM system.parts
+     WHERE database = currentDatabase() AND active
+       AND (${inWindow} OR table = 'events' AND toUInt32OrZero(partition_id)
+         BETWEEN toYYYYMM(${from}, 'UTC') AND toYYYYMM(${to} + INTERVAL 1 DAY, 'UTC'))`,
+    p.values,
+  );
+  return { key: row?.key ?? [], part: row?.part ?? '' };
+}
+
+/**
+ * rangeVisitors counted (`part`: the window's merged part, looked up beforehand; else looked up
+ * beside the range's whole days).
+ */
+async function countVisitors(
+  ch: ClickHouse,
+  siteId: number,
+  common: CommonParams,
+  localDays: number,
+  part?: string,
+): Promise<number> {
+  const days = await wholeDays(ch, siteId, common, localDays <= 33, part);
   const p = new Params();
   const { from, to } = rangeBounds(p, common);
   const site = p.bind('UInt32', siteId);
@@ -69,12 +125,12 @@ export async function rangeVisitors(ch: ClickHouse, siteId: number, common: Comm
   // The keys beside the merged part's: the other parts' rows of the days, the partial days'.
   const rest = (part: string) =>
     `SELECT user_key AS k FROM visitor_days WHERE ${rows} AND _part != ${part} UNION ALL ${partial}`;
-  const part = days.part === '' ? undefined : p.bind('String', days.part);
+  const merged = days.part === '' ? undefined : p.bind('String', days.part);
   const [row] = await ch.query<{ users: number }>(
-    part === undefined
+    merged === undefined
       ? `SELECT uniqExact(k) AS users FROM (SELECT user_key AS k FROM visitor_days WHERE ${rows} UNION ALL ${partial})`
-      : `SELECT count() - countIf(user_key IN (${rest(part)})) + (SELECT uniqExact(k) FROM (${rest(part)})) AS users
-         FROM visitor_days WHERE ${rows} AND _part = ${part}`,
+      : `SELECT count() - countIf(user_key IN (${rest(merged)})) + (SELECT uniqExact(k) FROM (${rest(merged)})) AS users
+         FROM visitor_days WHERE ${rows} AND _part = ${merged}`,
     p.values,
   );
   return Number(row?.users ?? 0);
@@ -87,20 +143,21 @@ export async function rangeVisitors(ch: ClickHouse, siteId: number, common: Comm
  * window holds its days) and no event of that day lies after the range's end; and, but on a
  * cluster, the largest merged part (level above 0) of that window's partition when it holds at
  * least nine in ten of its rows ('' otherwise: the other parts' rows, counted as a distinct set,
- * would cost more than counting them all so). Two small reads side by side; the days as the
- * engine's calendar has the range's bounds.
+ * would cost more than counting them all so). Two small reads side by side (one, when `part` was
+ * looked up before); the days as the engine's calendar has the range's bounds.
  */
 async function wholeDays(
   ch: ClickHouse,
   siteId: number,
   common: CommonParams,
   oneWindow: boolean,
+  part?: string,
 ): Promise<{ first: number; end: number; part: string }> {
   const p = new Params();
   const { from, to } = rangeBounds(p, common);
   if (!from || !to) throw new Error('rangeVisitors needs a closed range');
   const dayMs = p.bind('Int64', DAY_MS);
-  const first = `greatest(intDiv(toUnixTimestamp64Milli(${from}) + ${dayMs} - 1, ${dayMs}), 64)`;
+  const first = firstWholeDay(p, from);
   const last = `intDiv(toUnixTimestamp64Milli(${to}), ${dayMs})`;
   const whole = oneWindow
     ? `${first} < ${last} AND ${last} - intDiv(${first}, 32) * 32 < 64
@@ -114,19 +171,32 @@ async function wholeDays(
       `SELECT ${first} AS first, ${last} + (${whole}) AS end`,
       p.values,
     ),
-    oneWindow && !ch.cluster
-      ? ch.query<{ part: string }>(
-          `SELECT if(maxIf(rows, level > 0) * 10 >= sum(rows) * 9, argMaxIf(name, rows, level > 0), '') AS part
+    part !== undefined || !oneWindow || ch.cluster
+      ? [{ part: part ?? '' }]
+      : ch.query<{ part: string }>(
+          `SELECT ${mergedPart('true')} AS part
            FROM system.parts
            WHERE database = currentDatabase() AND table = 'visitor_days' AND active
              AND partition_id = ${window}`,
           p.values,
-        )
-      : [{ part: '' }],
+        ),
   ]);
   if (!row) throw new Error('rangeVisitors: no bounds');
   return { first: Number(row.first), end: Number(row.end), part: merged?.part ?? '' };
 }
+
+/** The first day (since 1970) starting at or after `from`, not before day 64. */
+function firstWholeDay(p: Params, from: string): string {
+  const dayMs = p.bind('Int64', DAY_MS);
+  return `greatest(intDiv(toUnixTimestamp64Milli(${from}) + ${dayMs} - 1, ${dayMs}), 64)`;
+}
+
+/**
+ * Over `system.parts` rows, the name of the largest merged part (level above 0) of those meeting
+ * `of` when it holds at least nine in ten of their rows, else ''.
+ */
+const mergedPart = (of: string) =>
+  `if(maxIf(rows, ${of} AND level > 0) * 10 >= sumIf(rows, ${of}) * 9, argMaxIf(name, rows, ${of} AND level > 0), '')`;
 
 /**
  * Merges each partition of `visitor_days` that holds a window of the last `days` UTC days and
