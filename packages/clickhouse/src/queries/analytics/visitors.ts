@@ -39,7 +39,8 @@ export const visitorDaysApply = (ch: ClickHouse, common: CommonParams) =>
  * only the rest (the other parts' visitors, those of the partial days) as a distinct set, the
  * part's rows tested against it: |P ∪ S| = |P| − |P ∩ S| + |S|. A part merged away meanwhile
  * leaves nothing read as P and everything in S, so the count stays exact. The background
- * builder merges the windows' partitions (mergeVisitorDays).
+ * builder merges the windows' partitions (mergeVisitorDays). The count of a range of up to 33
+ * days that has ended is kept by the parts it reads (keptVisitors), but on a cluster.
  */
 export async function rangeVisitors(ch: ClickHouse, siteId: number, common: CommonParams): Promise<number> {
   const localDays = daysBetween(common.startDate!, common.endDate!);
@@ -54,15 +55,15 @@ export async function rangeVisitors(ch: ClickHouse, siteId: number, common: Comm
 }
 
 /**
- * The visitors of ranges that have ended everywhere (rangeVisitors; a range still being written
- * gains parts at every insert, so its count would hardly be read again under the same ones), kept by the range and the names of
- * the parts its count reads: the active parts of its window's partition of `visitor_days` and of
- * the events' months from its start to a day after its end (partsRead). Parts never change, and
- * a late event, a merge or a deletion makes new ones, so a count is read again exactly when
- * what it reads has changed; read before the count, the names may miss a part stored meanwhile,
- * whose rows the count may hold, but such names are never all active again. A comparison's
- * previous range reads its visitors once, not at every overview (about 35 of its 100 ms at
- * 10 M events, docs/benchmarks.md).
+ * The visitors of ranges that have ended everywhere (rangeVisitors), kept by the range and the
+ * names of the parts its count reads: the active parts of its window's partition of
+ * `visitor_days` and of the events' months from its start to a day after its end (partsRead).
+ * Parts never change, and a late event, a merge or a deletion makes new ones, so a count is read
+ * again exactly when what it reads has changed; read before the count, the names may miss a part
+ * stored meanwhile, whose rows the count may hold, but such names are never all active again. A
+ * range still being written gains parts at every insert, so its count would hardly be read again
+ * under the same names: it is not kept. A comparison's previous range so counts its visitors once,
+ * not at every overview (a quarter of the comparison's time at 10 M events, docs/benchmarks.md).
  */
 const keptVisitors = memo<number>(256);
 
