@@ -124,7 +124,7 @@ const metric = (parameter: string, filters: Filter[]) =>
 const expected = (parameter: (typeof PAGES)[number], filters: Filter[]) =>
   ref.metric(ref.selection(events, tenant.siteId, full({ ...RANGE, filters })), parameter);
 
-/** The days built into `session_pages` for the site. */
+/** The days built into `session_pages_by_country` for the site. */
 const builtDays = async () =>
   (
     await h.ch.query<{ partition: number }>(
@@ -140,7 +140,7 @@ const builtDays = async () =>
 const insertBuiltSession = (day: number, title: string, build = '', site = tenant.siteId) =>
   h.ch
     .command(
-      `INSERT INTO session_pages (site_id, partition, build_id, session_id, session_start, session_end,
+      `INSERT INTO session_pages_by_country (site_id, partition, build_id, session_id, session_start, session_end,
        first_event, paths, constants_low, constants_high, pageviews, tied, unsure, page_hashes, page_counts,
        title_paths, titles, title_hash_counts, entry_hash, entry_gap, exit_hash, exit_gap)
      SELECT site_id, partition, if({b:String} = '', build_id, toUUID({b:String})), generateUUIDv7(),
@@ -366,47 +366,51 @@ describe.skipIf(TEST_CLICKHOUSE === 'cluster')('filtered pages and goals from se
     expect((await buildSummaries(h.ch, other.siteId, { days: 12, now })).pageDays).toBe(0);
   });
 
-  it('never reads a build of the earlier layout, and builds its day anew', async () => {
-    const day = 20260605;
-    const old = '01900000-0000-7000-8000-0000000000d5';
-    // The day's build replaced by one of layout 0 (as migration 0021 finds them) whose one
-    // session has a title it names: were that build read, the title would show.
-    await h.ch.command(
-      `ALTER TABLE session_pages_builds DELETE WHERE site_id = {s:UInt32} AND partition = {d:UInt32}
+  // Layout 0 as migration 0021 finds builds, 2 as 0025 does (its rows were in `session_pages`).
+  it.each([0, 2])(
+    'never reads a build of an earlier layout (%i), and builds its day anew',
+    async (layout) => {
+      const day = 20260605;
+      const old = `01900000-0000-7000-8000-0000000000d${layout}`;
+      // The day's build replaced by one of that layout whose one session has a title it names:
+      // were that build read, the title would show.
+      await h.ch.command(
+        `ALTER TABLE session_pages_builds DELETE WHERE site_id = {s:UInt32} AND partition = {d:UInt32}
        SETTINGS mutations_sync = 2`,
-      { s: tenant.siteId, d: day },
-    );
-    forgetKeptReads(h.ch);
-    const part = (table: string) =>
-      `(SELECT name FROM system.parts WHERE database = currentDatabase() AND active
+        { s: tenant.siteId, d: day },
+      );
+      forgetKeptReads(h.ch);
+      const part = (table: string) =>
+        `(SELECT name FROM system.parts WHERE database = currentDatabase() AND active
         AND table = '${table}' AND partition_id = toString({d:UInt32}))`;
-    await h.ch.command(
-      `INSERT INTO session_pages_builds (site_id, partition, facts_part, paths_part, build_id, span_start,
+      await h.ch.command(
+        `INSERT INTO session_pages_builds (site_id, partition, facts_part, paths_part, build_id, span_start,
          span_end, sessions, title_names, layout)
        SELECT {s:UInt32}, {d:UInt32}, ${part('session_facts')}, ${part('session_paths')}, toUUID({b:String}),
          toDateTime64('2026-06-05 00:00:00', 3, 'UTC'), toDateTime64('2026-06-05 23:59:59', 3, 'UTC'), 1,
-         ['Only in an old build'], 0`,
-      { s: tenant.siteId, d: day, b: old },
-    );
-    forgetKeptReads(h.ch);
-    await insertBuiltSession(day, 'Only in an old build', old);
-    const builds = async () =>
-      h.ch.query<{ build: string; layout: number }>(
-        `SELECT toString(build_id) AS build, layout FROM session_pages_builds
-         WHERE site_id = {s:UInt32} AND partition = {d:UInt32} ORDER BY layout`,
-        { s: tenant.siteId, d: day },
+         ['Only in an old build'], {l:UInt8}`,
+        { s: tenant.siteId, d: day, b: old, l: layout },
       );
-    expect((await builds()).map((b) => [b.build, Number(b.layout)])).toEqual([[old, 0]]);
+      forgetKeptReads(h.ch);
+      await insertBuiltSession(day, 'Only in an old build', old);
+      const builds = async () =>
+        h.ch.query<{ build: string; layout: number }>(
+          `SELECT toString(build_id) AS build, layout FROM session_pages_builds
+         WHERE site_id = {s:UInt32} AND partition = {d:UInt32} ORDER BY layout`,
+          { s: tenant.siteId, d: day },
+        );
+      expect((await builds()).map((b) => [b.build, Number(b.layout)])).toEqual([[old, layout]]);
 
-    const filters = FILTERS[0]!;
-    const titles = (await metric('page_title', filters)).body.data;
-    expect(titles.data.map((r) => r.value)).not.toContain('Only in an old build');
-    expect(titles).toEqual(expected('page_title', filters));
-    // Built anew in the current layout (its row replaces the old one once the two merge).
-    const current = (await builds()).filter((b) => Number(b.layout) > 0);
-    expect(current).toHaveLength(1);
-    expect(current[0]?.build).not.toBe(old);
-  });
+      const filters = FILTERS[0]!;
+      const titles = (await metric('page_title', filters)).body.data;
+      expect(titles.data.map((r) => r.value)).not.toContain('Only in an old build');
+      expect(titles).toEqual(expected('page_title', filters));
+      // Built anew in the current layout (its row replaces the old one once the two merge).
+      const current = (await builds()).filter((b) => Number(b.layout) !== layout);
+      expect(current).toHaveLength(1);
+      expect(current[0]?.build).not.toBe(old);
+    },
+  );
 
   it('reads titles that share a hash from their events, each counted apart', async () => {
     // Two titles whose cityHash64 share their top 48 bits, each on one session's pricing page.
@@ -474,7 +478,7 @@ describe.skipIf(TEST_CLICKHOUSE === 'cluster')('filtered pages and goals from se
     });
     // Its row is built, marked to be read from its events.
     const [row] = await h.ch.query<{ tied: number }>(
-      `SELECT tied FROM session_pages WHERE site_id = {s:UInt32} AND has(titles, 'A much viewed title')`,
+      `SELECT tied FROM session_pages_by_country WHERE site_id = {s:UInt32} AND has(titles, 'A much viewed title')`,
       { s: other.siteId },
     );
     expect(Number(row?.tied)).toBe(1);
@@ -539,7 +543,7 @@ function titledSession(like: StoredEvent, start: number, title: string, pageview
   });
 }
 
-it('holds titles as hashes, unsure sessions flagged, attributes as dictionaries, builds by layout (0021-0023)', async () => {
+it('holds titles as hashes, unsure sessions flagged, attributes as dictionaries, builds by layout, rows by country (0021-0025)', async () => {
   const columns = async (table: string) =>
     new Map(
       (
@@ -549,9 +553,16 @@ it('holds titles as hashes, unsure sessions flagged, attributes as dictionaries,
         )
       ).map((c) => [c.name, c.type]),
     );
-  const pages = await columns('session_pages');
+  const pages = await columns('session_pages_by_country');
   expect([...pages.keys()]).toEqual(expect.arrayContaining(['title_hash_counts', 'unsure']));
   expect(pages.has('title_counts')).toBe(false);
+  // The rows of 0016-0023, column for column, sorted within a build by the first event's country.
+  expect([...pages]).toEqual([...(await columns('session_pages'))]);
+  const [table] = await h.ch.query<{ key: string }>(
+    `SELECT sorting_key AS key FROM system.tables WHERE database = currentDatabase() AND name = {t:String}`,
+    { t: h.ch.cluster ? `session_pages_by_country${LOCAL_SUFFIX}` : 'session_pages_by_country' },
+  );
+  expect(table?.key).toBe('site_id, partition, build_id, first_event.country, session_id');
   // Every attribute of the first event, and only those, dictionary-encoded.
   expect(pages.get('first_event')?.match(/LowCardinality\(String\)/g)).toHaveLength(9);
   expect([...(await columns('session_pages_builds')).keys()]).toEqual(

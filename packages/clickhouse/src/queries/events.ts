@@ -185,6 +185,7 @@ const SITE_TABLES = [
   'bucket_visitors',
   'sessions_by_visitor',
   'session_pages',
+  'session_pages_by_country',
   'session_pages_builds',
 ];
 

@@ -158,12 +158,13 @@ async function scannedSessionCounts(
 
 /**
  * Filtered sessions and path-goal conversions with the settled days' sessions from their
- * `session_pages` rows where those apply (pages.ts): a sure row's session is counted when the
- * row passes the filters, and converts a path goal when one of its pageviews' paths matches the
- * goal and passes every path filter (its other attributes are those of all its events), tested
- * against the two sets' intersection. The range's other sessions are counted from their events
- * meanwhile. A `GROUP BY session_id` over every matching event cost the answer most of its time
- * (docs/benchmarks.md). Undefined where the rows do not apply (the events are then grouped).
+ * `session_pages_by_country` rows where those apply (pages.ts): a sure row's session is counted
+ * when the row passes the filters, and converts a path goal when one of its pageviews' paths
+ * matches the goal and passes every path filter (its other attributes are those of all its
+ * events), tested against the two sets' intersection. The range's other sessions are counted
+ * from their events meanwhile. A `GROUP BY session_id` over every matching event cost the answer
+ * most of its time (docs/benchmarks.md). Undefined where the rows do not apply (the events are
+ * then grouped).
  */
 async function pagedSessionCounts(
   ch: ClickHouse,
@@ -193,7 +194,7 @@ async function pagedSessionCounts(
       const [[row], other] = await Promise.all([
         ch.query<Record<string, number>>(
           `SELECT count() AS sessions${sets.map((_, j) => `, countIf(${bits.converts(j)}) AS c${j}`).join('')}
-           FROM (SELECT ${['1 AS one', ...bits.masks].join(', ')} FROM session_pages WHERE ${rows.counted(p)})`,
+           FROM (SELECT ${['1 AS one', ...bits.masks].join(', ')} FROM session_pages_by_country WHERE ${rows.counted(p)})`,
           p.values,
         ),
         scannedSessionCounts(ch, siteId, common, goals, (q) => [rows.matching(q)]),

@@ -326,7 +326,7 @@ async function matchedEventValueRows(
   // the matching custom events are grouped.
   // Custom events read where they are sorted apart (at 10 M events, in-process: 383 against
   // 681 ms reading them among all events).
-  // Page titles of the settled days from `session_pages` where it applies (pages.ts).
+  // Page titles of the settled days from `session_pages_by_country` where it applies (pages.ts).
   const pages =
     parameter === 'page_title' && sessionPagesApply(ch, common)
       ? await sessionPageCounts(ch, siteId, common, parameter, settled, 'session_facts')
@@ -600,7 +600,8 @@ async function keyedMetricRows(
           keyedCounts(ch, siteId, common, parameter, settled, (p) => inPartitions(p, missing), true),
         )
       : undefined;
-  // Filtered, the settled days' counted sessions from `session_pages` where it applies (pages.ts).
+  // Filtered, the settled days' counted sessions from `session_pages_by_country` where it applies
+  // (pages.ts).
   // Both reads name paths from one read of the site's pages.
   let names: Promise<PageNames> | undefined;
   const pageNames = () => {

@@ -17,17 +17,19 @@ import {
 } from './summaries';
 
 /**
- * The filtered page breakdowns of settled days from `session_pages` (migration 0016).
+ * The filtered page breakdowns of settled days from `session_pages_by_country` (migrations 0016
+ * and 0025: the rows of a build sorted by their first event's country, so that a country filter
+ * reads its countries' granules only).
  *
  * Filtered, a page breakdown counts the sessions with an event in range matching every filter,
  * each with its matching pageviews (pathname, page title) or its entry or exit page (SPEC 13).
  * Read from `session_paths`, that is every counted session's keys sorted and each pageview's time
  * to the next key found, at every read: at 10 M events 29 % of a month's sessions under the
- * bench's two filters, 900 ms. `session_pages` holds that work done once per settled day, one row
- * per session beside the columns the row filters test (row-filters.ts), with the path and title
- * pairs of its pageviews: for a session lying wholly inside the range whose address and browser
- * attributes agree on every event, a pageview matches exactly when its path passes the path
- * filters, so its counts are its row's.
+ * bench's two filters, 900 ms. `session_pages_by_country` holds that work done once per settled
+ * day, one row per session beside the columns the row filters test (row-filters.ts), with the
+ * path and title pairs of its pageviews: for a session lying wholly inside the range whose address
+ * and browser attributes agree on every event, a pageview matches exactly when its path passes
+ * the path filters, so its counts are its row's.
  *
  * A read takes the days whose build is of their current parts and whose sessions all lie in the
  * range (the build's span inside it), and from them every session but the tied ones (two keys in
@@ -37,13 +39,13 @@ import {
  * of their sessions grouped. A settled day without a build gets one (seven a read at most).
  */
 
-/** The page breakdowns `session_pages` holds. */
+/** The page breakdowns `session_pages_by_country` holds. */
 export type PageParameter = 'pathname' | 'entry_page' | 'exit_page' | 'page_title';
 
 /** The bits of a path's milliseconds in `page_counts`, below its number of pageviews (0016). */
 const COUNT_SHIFT = 40;
 
-/** Most distinct paths a path filter may pass for an answer to read `session_pages`. */
+/** Most distinct paths a path filter may pass for an answer to read the built rows. */
 const MAX_MATCHING_PATHS = 10_000;
 
 /** Most days one read builds (the background builder builds the rest ahead of the reads, warm.ts). */
@@ -51,17 +53,18 @@ const MAX_BUILT_DAYS = 7;
 
 /**
  * The layout of the builds this code writes and reads (0021: titles as hashes with their counts,
- * named by the build; 0022: the unsure sessions flagged); a build of another is never read, its
- * day built anew.
+ * named by the build; 0022: the unsure sessions flagged; 0025: the rows in
+ * `session_pages_by_country`, where layout 2's are in `session_pages`); a build of another is never
+ * read, its day built anew.
  */
-const LAYOUT = 2;
+const LAYOUT = 3;
 
 /** The bits of a title's pageviews in `title_hash_counts`, below the title's hash (0021). */
 const TITLE_COUNT_BITS = 16;
 const TITLE_COUNT_LIMIT = 2 ** TITLE_COUNT_BITS - 1;
 
 /**
- * Whether a filtered page breakdown reads its settled days from `session_pages`: filters the rows
+ * Whether a filtered page breakdown reads its settled days from the built rows: filters the rows
  * can test (an entry or exit page filter needs `session_facts` columns the table does not copy),
  * on one server (parts are per shard on a cluster).
  */
@@ -70,7 +73,7 @@ export const sessionPagesApply = (ch: ClickHouse, common: CommonParams) =>
   rowFiltersApply(ch, common) &&
   common.filters.every((f) => f.parameter !== 'entry_page' && f.parameter !== 'exit_page');
 
-/** The days a read takes from `session_pages`: partitions (YYYYMMDD) and the build of each. */
+/** The days a read takes from the built rows: partitions (YYYYMMDD) and the build of each. */
 export interface PageDays {
   partitions: number[];
   builds: string[];
@@ -171,7 +174,7 @@ async function buildDay(ch: ClickHouse, siteId: number, d: SettledDay): Promise<
   const values = { site: siteId, day: d.day, build, facts: d.facts, paths: d.paths };
   const hash = keyHash('x');
   await ch.command(
-    `INSERT INTO session_pages (site_id, partition, build_id, session_id, session_start, session_end,
+    `INSERT INTO session_pages_by_country (site_id, partition, build_id, session_id, session_start, session_end,
        first_event, paths, constants_low, constants_high, pageviews, tied, unsure, page_hashes, page_counts,
        title_paths, titles, title_hash_counts, entry_hash, entry_gap, exit_hash, exit_gap)
      SELECT f.site_id, {day:UInt32}, {build:UUID}, f.session_id, f.session_start, f.session_end,
@@ -228,7 +231,7 @@ async function buildDay(ch: ClickHouse, siteId: number, d: SettledDay): Promise<
      SELECT {site:UInt32}, {day:UInt32}, {facts:String}, {paths:String}, {build:UUID},
        if(count() = 0, toDateTime64(0, 3, 'UTC'), min(session_start)), if(count() = 0, toDateTime64(0, 3, 'UTC'), max(session_end)), count(),
        arraySort(groupUniqArrayArray(titles)), ${LAYOUT}
-     FROM session_pages WHERE site_id = {site:UInt32} AND partition = {day:UInt32} AND build_id = {build:UUID}`,
+     FROM session_pages_by_country WHERE site_id = {site:UInt32} AND partition = {day:UInt32} AND build_id = {build:UUID}`,
     values,
   );
 }
@@ -261,7 +264,7 @@ export async function buildSessionPages(
 }
 
 /**
- * The range's days read from `session_pages`: those built of their current parts whose sessions
+ * The range's days read from the built rows: those built of their current parts whose sessions
  * all lie in the range, after building (seven at most) the settled ones without a build.
  * Undefined when none apply.
  */
@@ -297,7 +300,7 @@ export async function pageDays(
 }
 
 /**
- * The range's days read from `session_pages` (memo.ts), by the site, the range and the days'
+ * The range's days read from the built rows (memo.ts), by the site, the range and the days'
  * parts, and which of them are old enough to be built: a build is of its day's two parts and
  * never changes while they last. Kept only when the read found nothing to build (a day built
  * by it, or whose build failed, is looked up again by the next read). The lookup of the builds
@@ -356,8 +359,8 @@ async function titleNames(ch: ClickHouse, siteId: number, days: PageDays): Promi
 }
 
 /**
- * The sessions of the days read from `session_pages` that are counted from their rows, and how
- * the range's other sessions are read: `counted`, a condition on `session_pages` rows, keeps the
+ * The sessions of the days read from the built rows that are counted from their rows, and how
+ * the range's other sessions are read: `counted`, a condition on the built rows, keeps the
  * sure rows whose session has an event matching every filter; `passing`, the 48-bit hashes of
  * the paths that pass every path filter (none without one: every path passes); `restrict`, a
  * condition on rollup rows, keeps the other sessions (the other days' and the exceptions);
@@ -411,7 +414,7 @@ export async function sessionPageRows(
       () =>
         ch.query<{ ids: string[]; n: number }>(
           `SELECT groupArray(${Math.max(1, Math.floor(limit))})(session_id) AS ids, count() AS n
-           FROM session_pages WHERE ${rows(e, false)}`,
+           FROM session_pages_by_country WHERE ${rows(e, false)}`,
           e.values,
         ),
     ),
@@ -434,7 +437,7 @@ export async function sessionPageRows(
   const builtDays = days.partitions.map(String);
   return {
     counted: (p) =>
-      `${rows(p, true)} AND ${rowFilterCondition(p, 'session_pages', siteId, common, full && p.bind('Array(UInt64)', full))(false)}`,
+      `${rows(p, true)} AND ${rowFilterCondition(p, 'session_pages_by_country', siteId, common, full && p.bind('Array(UInt64)', full))(false)}`,
     passing: full?.map((h) => Number(h >> 16n)),
     restrict: (p) =>
       `(_partition_id NOT IN ${p.bind('Array(String)', builtDays)} OR session_id IN ${p.bind('Array(UUID)', ids)})`,
@@ -445,7 +448,7 @@ export async function sessionPageRows(
 }
 
 /**
- * A filtered page breakdown's counts over the sessions of the days read from `session_pages`
+ * A filtered page breakdown's counts over the sessions of the days read from the built rows
  * (`counts`, read meanwhile: on another read connection, the other sessions' read plans while
  * this one runs), with `restrict` and `matching` of SessionPageRows for the range's other
  * sessions. `settled` is the snapshot of `table`'s parts the answer reads those against.
@@ -497,7 +500,7 @@ export async function sessionPageCounts(
                  ['page_hashes', 'm_hs'],
                  ['page_counts', 'm_cs'],
                ])}
-             FROM session_pages WHERE ${counted})
+             FROM session_pages_by_country WHERE ${counted})
            LEFT ARRAY JOIN m_hs AS h, m_cs AS hc, arrayEnumerate(m_hs) AS i)
          GROUP BY h`
       : parameter === 'page_title'
@@ -507,13 +510,13 @@ export async function sessionPageCounts(
              SELECT pageviews, h, bitAnd(hc, ${TITLE_COUNT_LIMIT}) AS c, i, k
              FROM (SELECT pageviews, ${passing('title_paths', [['title_hash_counts', 'm_hcs']])},
                  arrayMap(x -> bitShiftRight(x, ${TITLE_COUNT_BITS}), m_hcs) AS m_hs
-               FROM session_pages WHERE ${counted})
+               FROM session_pages_by_country WHERE ${counted})
              LEFT ARRAY JOIN m_hs AS h, m_hcs AS hc, arrayEnumerate(m_hs) AS i, arrayEnumerateUniq(m_hs) AS k)
            GROUP BY h`
         : `SELECT ${at} AS h, count() AS n_sessions,
              sum(pageviews) AS n_events, countIf(pageviews = 1) AS bounces, sumIf(${gap}, ${gap} >= 0) AS top_ms,
              countIf(${gap} >= 0) AS top_n, count() AS s_part, sum(pageviews) AS e_part
-           FROM session_pages WHERE ${counted}
+           FROM session_pages_by_country WHERE ${counted}
            GROUP BY h`;
   // Paths come back by hash, named from the site's pages read meanwhile: named in the statement
   // (`transform` of every row before grouping) they cost it 29 ms more at 10 M events, filtered

@@ -26,8 +26,8 @@ import { rollupElement, rollupSize, VISITOR_ATTRIBUTES } from './shared';
  *
  * On `session_facts`, a constant attribute is read from its own dictionary-encoded column
  * (`visitor_country`…, migration 0024), which holds the value of one of the session's events:
- * the first event's wherever the row is tested. `session_pages` keeps them in its `first_event`
- * tuple, dictionary-encoded too (0023).
+ * the first event's wherever the row is tested. `session_pages_by_country` keeps them in its
+ * `first_event` tuple, dictionary-encoded too (0023, 0025).
  */
 
 /** Attributes that come from the visitor's address and browser: the hashes of 0015 cover them. */
@@ -49,9 +49,9 @@ export const rowFiltersApply = (ch: ClickHouse, common: CommonParams) =>
   );
 
 /** The per-session table a row filter reads. */
-export type SessionRows = 'session_facts' | 'session_pages';
+export type SessionRows = 'session_facts' | 'session_pages_by_country';
 
-/** A constant attribute of a row of `rows` (0024 for `session_facts`, 0016 for `session_pages`). */
+/** A constant attribute of a row of `rows` (0024 for `session_facts`, 0016 and 0025 for `session_pages_by_country`). */
 const constantColumn = (rows: SessionRows, parameter: FilterParameter, final: boolean) =>
   rows === 'session_facts' ? `visitor_${parameter}` : rollupElement('first_event', parameter)(final);
 

@@ -19,7 +19,7 @@ import type { SummarizedParameter } from './summaries';
  * Each summarized answer is read unfiltered over the last `days` UTC days until a read builds
  * nothing more; an answer is skipped when every settled day of that window already has its
  * summary, so a run with nothing to build costs a few small reads per site. The settled days of
- * the window without a build in `session_pages` (pages.ts) are built last.
+ * the window without a build in `session_pages_by_country` (pages.ts) are built last.
  */
 
 /** Every summarized answer, under the name its summaries are stored by, and the rollup they summarize. */
@@ -62,7 +62,7 @@ export interface SummaryBuildReport {
   reads: number;
   /** Summary rows stored by those reads (keys new to the table). */
   rows: number;
-  /** Days built into `session_pages` (pages.ts). */
+  /** Days built into `session_pages_by_country` (pages.ts). */
   pageDays: number;
 }
 
