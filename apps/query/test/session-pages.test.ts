@@ -225,9 +225,52 @@ async function goalList(filters: Filter[]) {
 
 const expectedGoals = (filters: Filter[]) => referenceGoals(events, tenant.siteId, RANGE, filters, GOALS);
 
-/** Every filtered page breakdown and the filtered goal list equal the brute-force reference. */
+/** The filtered overview of the tenant over RANGE. */
+const overviewOf = async (filters: Filter[]) => {
+  const res = await h.json<{ data: ReturnType<typeof ref.overview> }>(
+    `/api/sites/${tenant.siteId}/overview?${query({ ...RANGE, filters })}`,
+    { key: tenant.key },
+  );
+  expect(res.status).toBe(200);
+  return res.body.data;
+};
+
+/**
+ * The session totals that read the built days' sessions (rollup.ts) equal the brute-force
+ * reference: the overview, its day and hour buckets, the users list.
+ */
+async function totalsMatch(filters: Filter[]) {
+  const selected = ref.selection(events, tenant.siteId, full({ ...RANGE, filters }));
+  expect({ filters, overview: await overviewOf(filters) }).toEqual({
+    filters,
+    overview: ref.overview(selected),
+  });
+  for (const bucket of ['day', 'hour'] as const) {
+    const res = await h.json<{ data: unknown[] }>(
+      `/api/sites/${tenant.siteId}/overview-bucketed?${query({ ...RANGE, filters }, { bucket })}`,
+      { key: tenant.key },
+    );
+    expect({ filters, bucket, data: res.body.data }).toEqual({
+      filters,
+      bucket,
+      data: ref.overviewBucketed(selected, full({ ...RANGE, filters }), bucket, Date.now()),
+    });
+  }
+  const users = await h.json<{ data: unknown[]; totalCount: number }>(
+    `/api/sites/${tenant.siteId}/users?${query({ ...RANGE, filters }, { limit: '100' })}`,
+    { key: tenant.key },
+  );
+  const all = ref.users(selected, 'last_seen', 'desc');
+  expect({ filters, ...users.body }).toEqual({ filters, data: all.slice(0, 100), totalCount: all.length });
+}
+
+/**
+ * Every filtered page breakdown, the filtered goal list and the session totals equal the
+ * brute-force reference.
+ */
 async function answersMatch() {
   for (const filters of FILTERS) {
+    await totalsMatch(filters);
     for (const parameter of PAGES) {
       const res = await metric(parameter, filters);
       expect(res.status).toBe(200);
@@ -288,6 +331,14 @@ describe.skipIf(TEST_CLICKHOUSE === 'cluster')('filtered pages and goals from se
       count: 1,
       pageviews: 60_000,
     });
+    // So do the session totals: one more session, of a million pageviews, by one more visitor.
+    const truthTotals = ref.overview(ref.selection(events, tenant.siteId, full({ ...RANGE, filters })));
+    const totals = await overviewOf(filters);
+    expect({ sessions: totals.sessions, users: totals.users }).toEqual({
+      sessions: truthTotals.sessions + 1,
+      users: truthTotals.users + 1,
+    });
+    expect(totals.pages_per_session * totals.sessions).toBeGreaterThan(1_000_000);
     // The goal list reads it too: one more session, converting the pricing goal alone.
     const goals = expectedGoals(filters);
     expect(await goalList(filters)).toEqual(
@@ -366,8 +417,9 @@ describe.skipIf(TEST_CLICKHOUSE === 'cluster')('filtered pages and goals from se
     expect((await buildSummaries(h.ch, other.siteId, { days: 12, now })).pageDays).toBe(0);
   });
 
-  // Layout 0 as migration 0021 finds builds, 2 as 0025 does (its rows were in `session_pages`).
-  it.each([0, 2])(
+  // Layout 0 as migration 0021 finds builds, 2 as 0025 does (its rows were in `session_pages`),
+  // 3 as 0026 does (its rows without their visitors).
+  it.each([0, 2, 3])(
     'never reads a build of an earlier layout (%i), and builds its day anew',
     async (layout) => {
       const day = 20260605;
@@ -543,7 +595,7 @@ function titledSession(like: StoredEvent, start: number, title: string, pageview
   });
 }
 
-it('holds titles as hashes, unsure sessions flagged, attributes as dictionaries, builds by layout, rows by country (0021-0025)', async () => {
+it('holds titles as hashes, unsure sessions flagged, attributes as dictionaries, builds by layout, rows by country, their visitors (0021-0026)', async () => {
   const columns = async (table: string) =>
     new Map(
       (
@@ -556,8 +608,11 @@ it('holds titles as hashes, unsure sessions flagged, attributes as dictionaries,
   const pages = await columns('session_pages_by_country');
   expect([...pages.keys()]).toEqual(expect.arrayContaining(['title_hash_counts', 'unsure']));
   expect(pages.has('title_counts')).toBe(false);
-  // The rows of 0016-0023, column for column, sorted within a build by the first event's country.
-  expect([...pages]).toEqual([...(await columns('session_pages'))]);
+  // The rows of 0016-0023, column for column, sorted within a build by the first event's country,
+  // with each session's visitor after its end (0026).
+  const earlier = [...(await columns('session_pages'))];
+  const end = earlier.findIndex(([name]) => name === 'session_end') + 1;
+  expect([...pages]).toEqual([...earlier.slice(0, end), ['user_key', 'UInt64'], ...earlier.slice(end)]);
   const [table] = await h.ch.query<{ key: string }>(
     `SELECT sorting_key AS key FROM system.tables WHERE database = currentDatabase() AND name = {t:String}`,
     { t: h.ch.cluster ? `session_pages_by_country${LOCAL_SUFFIX}` : 'session_pages_by_country' },

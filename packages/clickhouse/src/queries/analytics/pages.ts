@@ -33,10 +33,12 @@ import {
  *
  * A read takes the days whose build is of their current parts and whose sessions all lie in the
  * range (the build's span inside it), and from them every session but the tied ones (two keys in
- * one millisecond: their order is read from their events) and, where a filter is on an address
+ * one millisecond: their order is read from their events; or keys that do not count the
+ * session's pageviews as its `session_facts` row does) and, where a filter is on an address
  * or browser attribute, the unsure ones (row-filters.ts). The range's other sessions, those of
  * the other days and these exceptions, are read as before, among the matching events only those
  * of their sessions grouped. A settled day without a build gets one (seven a read at most).
+ * The filtered session totals read the same days' sessions from their rows (rollup.ts).
  */
 
 /** The page breakdowns `session_pages_by_country` holds. */
@@ -54,10 +56,10 @@ const MAX_BUILT_DAYS = 7;
 /**
  * The layout of the builds this code writes and reads (0021: titles as hashes with their counts,
  * named by the build; 0022: the unsure sessions flagged; 0025: the rows in
- * `session_pages_by_country`, where layout 2's are in `session_pages`); a build of another is never
- * read, its day built anew.
+ * `session_pages_by_country`, where layout 2's are in `session_pages`; 0026: each row's visitor);
+ * a build of another is never read, its day built anew.
  */
-const LAYOUT = 3;
+const LAYOUT = 4;
 
 /** The bits of a title's pageviews in `title_hash_counts`, below the title's hash (0021). */
 const TITLE_COUNT_BITS = 16;
@@ -175,18 +177,19 @@ async function buildDay(ch: ClickHouse, siteId: number, d: SettledDay): Promise<
   const hash = keyHash('x');
   await ch.command(
     `INSERT INTO session_pages_by_country (site_id, partition, build_id, session_id, session_start, session_end,
-       first_event, paths, constants_low, constants_high, pageviews, tied, unsure, page_hashes, page_counts,
+       user_key, first_event, paths, constants_low, constants_high, pageviews, tied, unsure, page_hashes, page_counts,
        title_paths, titles, title_hash_counts, entry_hash, entry_gap, exit_hash, exit_gap)
-     SELECT f.site_id, {day:UInt32}, {build:UUID}, f.session_id, f.session_start, f.session_end,
+     SELECT f.site_id, {day:UInt32}, {build:UUID}, f.session_id, f.session_start, f.session_end, f.user_key,
        (f.first_event.country, f.first_event.region, f.first_event.city, f.first_event.browser,
         f.first_event.browser_version, f.first_event.operating_system, f.first_event.operating_system_version,
         f.first_event.device_type, f.first_event.language),
        f.paths, f.constants_low, f.constants_high,
-       s.pvs, s.tied OR s.overflows OR ti.title_overflows, ${UNSURE_ROW},
+       f.pvs, s.tied OR s.overflows OR ti.title_overflows OR s.pvs != f.pvs, ${UNSURE_ROW},
        s.page_hashes, s.page_counts,
        ti.title_paths, ti.titles, ti.title_hash_counts,
        s.entry_hash, s.entry_gap, s.exit_hash, s.exit_gap
-     FROM (SELECT site_id, session_id, session_start, session_end, first_event, paths, constants_low, constants_high
+     FROM (SELECT site_id, session_id, session_start, session_end, user_key, first_event, paths, constants_low,
+             constants_high, length(pageview_ids) AS pvs
            FROM session_facts WHERE site_id = {site:UInt32} AND _part = {facts:String}) AS f
      INNER JOIN (
        SELECT session_id, pvs, tied, arrayDistinct(hs) AS page_hashes,

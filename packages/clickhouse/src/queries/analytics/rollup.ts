@@ -1,5 +1,6 @@
 import type { ClickHouse } from '../../client';
 import { type CommonParams, Params, rangeBounds, rangeCondition } from '../builder';
+import { type PageDays, pageDays, sessionPagesApply } from './pages';
 import {
   rowFilterCondition,
   rowFiltersApply,
@@ -88,6 +89,18 @@ export const SESSION_ROW_FIELDS = {
   >),
 } satisfies Record<string, SessionField>;
 export type SessionRowField = keyof typeof SESSION_ROW_FIELDS;
+
+/**
+ * The fields a build's row of `session_pages_by_country` holds (0016, 0026), as columns of it: a
+ * read asking for these alone takes the built days' sessions from there (factRows).
+ */
+const BUILT_FIELDS: Partial<Record<SessionRowField, string>> = {
+  user_key: 'user_key',
+  pageviews: 'pageviews',
+  ms: SESSION_ROW_FIELDS.ms.rollup(),
+  start: 'session_start',
+  end: 'session_end',
+};
 
 /**
  * Whether an answer may read the rollups whole (summaries, `session_paths`, every session): no
@@ -299,9 +312,23 @@ export async function rollupSessionRows(
       ...(matchedPageviews ? [`${SESSION_ROW_FIELDS.pageviews.rollup(final)} AS m_pageviews`] : []),
     ].join(', ');
   const computed = computedSessions(edges, unsure);
+  // Filters tested on the rows, of every session of the range (not some listed or restricted),
+  // and fields a build holds: the built days' sessions from their builds.
+  const built =
+    byRow && !only && !restrict && settled && fields.every((f) => BUILT_FIELDS[f] !== undefined)
+      ? await builtDays(ch, siteId, common, settled)
+      : undefined;
   const rolled =
     byVisitorRows(p, siteId, common, fields, only, restrict, byRow, select) ??
-    factRows(p, siteId, common, select, settled, { only, restrict, byRow, unsure });
+    factRows(p, siteId, common, select, settled, {
+      only,
+      restrict,
+      byRow,
+      unsure,
+      built,
+      fields,
+      matchedPageviews,
+    });
   const rows =
     computed.ids.length === 0
       ? rolled
@@ -312,9 +339,30 @@ export async function rollupSessionRows(
 }
 
 /**
+ * The days of a range that a filtered read of its sessions takes from their builds (pageDays:
+ * those built of their current parts whose sessions all lie in the range, seven of the settled
+ * ones without a build built first), where the builds can test its filters (sessionPagesApply).
+ * A build's rows are sorted by country within it (0025): with the bench's country filter the
+ * filtered day buckets' statement took 105-113 ms against 175-178 from `session_facts` at 10 M
+ * events (docs/benchmarks.md).
+ */
+async function builtDays(
+  ch: ClickHouse,
+  siteId: number,
+  common: CommonParams,
+  settled: Settled,
+): Promise<PageDays | undefined> {
+  if (!sessionPagesApply(ch, common)) return undefined;
+  const days = await pageDays(ch, siteId, common, settled, 'session_facts');
+  return days && days.partitions.length > 0 ? days : undefined;
+}
+
+/**
  * The rows of `session_facts` of the sessions lying inside the range (of `only`, narrowed by
  * `restrict`), with `byRow` those whose rows pass the filters, the unsure ones left out (computed
- * from their events).
+ * from their events). The sessions of `built` days (builtDays, `byRow` only) are read from their
+ * builds instead: a build holds every session of its day's current `session_facts` part, each
+ * with that row's visitor, start, end, pageviews and the columns the filters test.
  */
 function factRows(
   p: Params,
@@ -327,22 +375,54 @@ function factRows(
     restrict,
     byRow,
     unsure,
-  }: { only?: Only; restrict?: (p: Params) => string; byRow: boolean; unsure: Unsure | undefined },
+    built,
+    fields = [],
+    matchedPageviews = false,
+  }: {
+    only?: Only;
+    restrict?: (p: Params) => string;
+    byRow: boolean;
+    unsure: Unsure | undefined;
+    built?: PageDays;
+    fields?: SessionRowField[];
+    matchedPageviews?: boolean;
+  },
 ): string {
   const inside = insideRange(p, siteId, common, only, restrict);
   const passes = byRow ? rowFilterCondition(p, 'session_facts', siteId, common) : undefined;
   // The unsure sessions are left to their events.
   const sure =
     unsure && unsure.ids.length > 0 ? ` AND session_id NOT IN ${p.bind('Array(UUID)', unsure.ids)}` : '';
-  return fromRollup(
+  // The built days' settled parts are left out of the read of `session_facts`; the partitions
+  // it merges stay those that are not settled.
+  const builtDays = new Set(built?.partitions.map(String));
+  const facts = fromRollup(
     p,
     passes ? (final) => `${inside} AND ${passes(final)}${sure}` : inside,
     select,
-    settled,
+    settled && built
+      ? {
+          partitions: settled.partitions,
+          parts: settled.parts.filter((_, i) => !builtDays.has(settled.partitions[i]!)),
+        }
+      : settled,
     'session_facts',
     undefined,
     overlappingPartitions(p, siteId, common, settled),
   );
+  if (!built || !byRow) return facts;
+  const columns = [
+    'session_id',
+    ...fields.map((f) => `${BUILT_FIELDS[f]} AS s_${f}`),
+    ...(matchedPageviews ? ['pageviews AS m_pageviews'] : []),
+  ];
+  const passesBuilt = rowFilterCondition(p, 'session_pages_by_country', siteId, common)(false);
+  // The builds by their ids alone: with their days' partitions named too, the engine read the
+  // rows slower (the filtered day buckets' statement 150 against 104-110 ms at 10 M events).
+  return `${facts}
+   UNION ALL
+   SELECT ${columns.join(', ')} FROM session_pages_by_country
+     WHERE ${inside} AND build_id IN ${p.bind('Array(UUID)', built.builds)} AND ${passesBuilt}${sure}`;
 }
 
 /**
