@@ -237,7 +237,7 @@ const overviewOf = async (filters: Filter[]) => {
 
 /**
  * The session totals that read the built days' sessions (rollup.ts) equal the brute-force
- * reference: the overview, its day and hour buckets, the users list.
+ * reference: the overview, its day and hour buckets, the sessions list.
  */
 async function totalsMatch(filters: Filter[]) {
   const selected = ref.selection(events, tenant.siteId, full({ ...RANGE, filters }));
@@ -256,12 +256,12 @@ async function totalsMatch(filters: Filter[]) {
       data: ref.overviewBucketed(selected, full({ ...RANGE, filters }), bucket, Date.now()),
     });
   }
-  const users = await h.json<{ data: unknown[]; totalCount: number }>(
-    `/api/sites/${tenant.siteId}/users?${query({ ...RANGE, filters }, { limit: '100' })}`,
+  const sessions = await h.json<{ data: unknown[]; totalCount: number }>(
+    `/api/sites/${tenant.siteId}/sessions?${query({ ...RANGE, filters }, { limit: '100' })}`,
     { key: tenant.key },
   );
-  const all = ref.users(selected, 'last_seen', 'desc');
-  expect({ filters, ...users.body }).toEqual({ filters, data: all.slice(0, 100), totalCount: all.length });
+  const all = ref.sessions(selected);
+  expect({ filters, ...sessions.body }).toEqual({ filters, data: all.slice(0, 100), totalCount: all.length });
 }
 
 /**
@@ -331,7 +331,8 @@ describe.skipIf(TEST_CLICKHOUSE === 'cluster')('filtered pages and goals from se
       count: 1,
       pageviews: 60_000,
     });
-    // So do the session totals: one more session, of a million pageviews, by one more visitor.
+    // So do the session totals and the sessions list: one more session, of a million pageviews,
+    // by one more visitor.
     const truthTotals = ref.overview(ref.selection(events, tenant.siteId, full({ ...RANGE, filters })));
     const totals = await overviewOf(filters);
     expect({ sessions: totals.sessions, users: totals.users }).toEqual({
@@ -339,6 +340,11 @@ describe.skipIf(TEST_CLICKHOUSE === 'cluster')('filtered pages and goals from se
       users: truthTotals.users + 1,
     });
     expect(totals.pages_per_session * totals.sessions).toBeGreaterThan(1_000_000);
+    const listed = await h.json<{ totalCount: number }>(
+      `/api/sites/${tenant.siteId}/sessions?${query({ ...RANGE, filters })}`,
+      { key: tenant.key },
+    );
+    expect(listed.body.totalCount).toBe(truthTotals.sessions + 1);
     // The goal list reads it too: one more session, converting the pricing goal alone.
     const goals = expectedGoals(filters);
     expect(await goalList(filters)).toEqual(
