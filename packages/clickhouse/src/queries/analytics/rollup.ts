@@ -305,30 +305,25 @@ export async function rollupSessionRows(
   const unsure = withUnsure
     ? (edges.unsure ?? (await unsureSessions(ch, siteId, common, settled, only, restrict)))
     : undefined;
-  const select = (final: boolean) =>
+  // The row's columns, each field's from `column`.
+  const columns = (column: (f: SessionRowField) => string) =>
     [
       'session_id',
-      ...fields.map((f) => `${SESSION_ROW_FIELDS[f].rollup(final)} AS s_${f}`),
-      ...(matchedPageviews ? [`${SESSION_ROW_FIELDS.pageviews.rollup(final)} AS m_pageviews`] : []),
+      ...fields.map((f) => `${column(f)} AS s_${f}`),
+      ...(matchedPageviews ? [`${column('pageviews')} AS m_pageviews`] : []),
     ].join(', ');
+  const select = (final: boolean) => columns((f) => SESSION_ROW_FIELDS[f].rollup(final));
   const computed = computedSessions(edges, unsure);
   // Filters tested on the rows, of every session of the range (not some listed or restricted),
   // and fields a build holds: the built days' sessions from their builds.
-  const built =
+  const days =
     byRow && !only && !restrict && settled && fields.every((f) => BUILT_FIELDS[f] !== undefined)
       ? await builtDays(ch, siteId, common, settled)
       : undefined;
+  const built = days && { days, select: columns((f) => BUILT_FIELDS[f]!) };
   const rolled =
     byVisitorRows(p, siteId, common, fields, only, restrict, byRow, select) ??
-    factRows(p, siteId, common, select, settled, {
-      only,
-      restrict,
-      byRow,
-      unsure,
-      built,
-      fields,
-      matchedPageviews,
-    });
+    factRows(p, siteId, common, select, settled, { only, restrict, byRow, unsure, built });
   const rows =
     computed.ids.length === 0
       ? rolled
@@ -352,17 +347,16 @@ async function builtDays(
   common: CommonParams,
   settled: Settled,
 ): Promise<PageDays | undefined> {
-  if (!sessionPagesApply(ch, common)) return undefined;
-  const days = await pageDays(ch, siteId, common, settled, 'session_facts');
-  return days && days.partitions.length > 0 ? days : undefined;
+  return sessionPagesApply(ch, common) ? pageDays(ch, siteId, common, settled, 'session_facts') : undefined;
 }
 
 /**
  * The rows of `session_facts` of the sessions lying inside the range (of `only`, narrowed by
  * `restrict`), with `byRow` those whose rows pass the filters, the unsure ones left out (computed
  * from their events). The sessions of `built` days (builtDays, `byRow` only) are read from their
- * builds instead: a build holds every session of its day's current `session_facts` part, each
- * with that row's visitor, start, end, pageviews and the columns the filters test.
+ * builds instead, with `built.select` as their columns: a build holds every session of its day's
+ * current `session_facts` part, each with that row's visitor, start, end, pageviews and the
+ * columns the filters test.
  */
 function factRows(
   p: Params,
@@ -376,16 +370,12 @@ function factRows(
     byRow,
     unsure,
     built,
-    fields = [],
-    matchedPageviews = false,
   }: {
     only?: Only;
     restrict?: (p: Params) => string;
     byRow: boolean;
     unsure: Unsure | undefined;
-    built?: PageDays;
-    fields?: SessionRowField[];
-    matchedPageviews?: boolean;
+    built?: { days: PageDays; select: string };
   },
 ): string {
   const inside = insideRange(p, siteId, common, only, restrict);
@@ -395,7 +385,7 @@ function factRows(
     unsure && unsure.ids.length > 0 ? ` AND session_id NOT IN ${p.bind('Array(UUID)', unsure.ids)}` : '';
   // The built days' settled parts are left out of the read of `session_facts`; the partitions
   // it merges stay those that are not settled.
-  const builtDays = new Set(built?.partitions.map(String));
+  const builtPartitions = new Set(built?.days.partitions.map(String));
   const facts = fromRollup(
     p,
     passes ? (final) => `${inside} AND ${passes(final)}${sure}` : inside,
@@ -403,26 +393,21 @@ function factRows(
     settled && built
       ? {
           partitions: settled.partitions,
-          parts: settled.parts.filter((_, i) => !builtDays.has(settled.partitions[i]!)),
+          parts: settled.parts.filter((_, i) => !builtPartitions.has(settled.partitions[i]!)),
         }
       : settled,
     'session_facts',
     undefined,
     overlappingPartitions(p, siteId, common, settled),
   );
-  if (!built || !byRow) return facts;
-  const columns = [
-    'session_id',
-    ...fields.map((f) => `${BUILT_FIELDS[f]} AS s_${f}`),
-    ...(matchedPageviews ? ['pageviews AS m_pageviews'] : []),
-  ];
+  if (!built) return facts;
   const passesBuilt = rowFilterCondition(p, 'session_pages_by_country', siteId, common)(false);
   // The builds by their ids alone: with their days' partitions named too, the engine read the
   // rows slower (the filtered day buckets' statement 150 against 104-110 ms at 10 M events).
   return `${facts}
    UNION ALL
-   SELECT ${columns.join(', ')} FROM session_pages_by_country
-     WHERE ${inside} AND build_id IN ${p.bind('Array(UUID)', built.builds)} AND ${passesBuilt}${sure}`;
+   SELECT ${built.select} FROM session_pages_by_country
+     WHERE ${inside} AND build_id IN ${p.bind('Array(UUID)', built.days.builds)} AND ${passesBuilt}${sure}`;
 }
 
 /**
