@@ -1,5 +1,5 @@
 import type { ClickHouse } from '../../client';
-import { type CommonParams, nextDay, Params, whereClause } from '../builder';
+import { type CommonParams, nextDay, Params, rangeBounds, whereClause } from '../builder';
 import { memo } from './memo';
 import {
   SESSION_TOTAL_AGGREGATES,
@@ -186,7 +186,8 @@ function scannedBuckets(ch: ClickHouse, siteId: number, common: CommonParams, bu
 
 /**
  * BucketCounts of a filtered range with the counted sessions from the rollup (rollupSessionRows:
- * those the matching events select).
+ * those the matching events select). Buckets of a day or longer count their visitors over the
+ * sessions (spannedBuckets).
  */
 async function matchedBuckets(
   ch: ClickHouse,
@@ -195,10 +196,184 @@ async function matchedBuckets(
   bucket: Bucket,
   settled: Settled | undefined,
 ): Promise<BucketCounts> {
+  if (!isSubDay(bucket)) return spannedBuckets(ch, siteId, common, bucket, settled);
   const p = new Params();
   const rows = await rollupSessionRows(ch, p, siteId, common, ['start', 'pageviews', 'ms'], settled);
   return countedBuckets(ch, siteId, common, bucket, p, rows);
 }
+
+/**
+ * BucketCounts of a filtered range whose buckets are a day or longer, the visitors counted over
+ * the counted sessions rather than the matching events (two to three times as many rows): a
+ * session has one visitor, and one whose events in range lie in one bucket has its matching
+ * events there, so its visitor counts in the bucket of its start. The visitors of the sessions
+ * with events in two buckets come from the matching events of the spans that hold every such
+ * session (spanningWindows: an hour or less around each midnight on the bench's data); any
+ * other matching event there counts its visitor in its bucket, which its session does too. The
+ * pageviews are the matching pageview events, counted meanwhile on another read connection.
+ */
+async function spannedBuckets(
+  ch: ClickHouse,
+  siteId: number,
+  common: CommonParams,
+  bucket: Bucket,
+  settled: Settled | undefined,
+): Promise<BucketCounts> {
+  const e = new Params();
+  const pageviews = ch.query<{ b: number; pageviews: number }>(
+    `SELECT ${bucketSecondsOf(e, common, bucket)} AS b, count() AS pageviews
+     FROM events WHERE ${whereClause(e, siteId, common, ["type = 'pageview'"])}
+     GROUP BY b`,
+    e.values,
+  );
+  pageviews.catch(() => {});
+  const windows = spanningWindows(ch, siteId, common, bucket, settled);
+  windows.catch(() => {});
+  const p = new Params();
+  const { rows, at } = await bucketedSessions(ch, p, siteId, common, bucket, settled);
+  const near = (await windows).map(
+    ([from, to]) =>
+      `timestamp BETWEEN ${p.bind("DateTime64(3, 'UTC')", from)} AND ${p.bind("DateTime64(3, 'UTC')", to)}`,
+  );
+  const spanning =
+    near.length === 0
+      ? ''
+      : `UNION ALL
+         SELECT ${at('timestamp')} AS b, user_key AS k, 1 AS v, 0 AS started, 0 AS s_pv, 0 AS ms
+         FROM events WHERE ${whereClause(p, siteId, common, [`(${near.join(' OR ')})`])}`;
+  const sessions = await ch.query<SessionTotals & { b: number; users: number }>(
+    `SELECT b, uniqExactIf(k, v) AS users, sum(started) AS sessions, sum(s_pv) AS session_pageviews,
+       countIf(started = 1 AND s_pv = 1) AS bounces, sum(ms) AS duration_ms
+     FROM (
+       SELECT ${at('s_start')} AS b, s_user_key AS k, b = ${at('s_end')} AS v, 1 AS started,
+         s_pageviews AS s_pv, s_ms AS ms
+       FROM (${rows})
+       ${spanning})
+     GROUP BY b`,
+    p.values,
+  );
+  const visitors = new Map(sessions.map((r) => [r.b, r.users]));
+  const counted = await pageviews;
+  const viewed = new Set(counted.map((r) => r.b));
+  const events = [
+    ...counted.map((r) => ({ b: r.b, pageviews: r.pageviews, users: visitors.get(r.b) ?? 0 })),
+    // A bucket with matching events but no matching pageview.
+    ...sessions.filter((r) => !viewed.has(r.b)).map((r) => ({ b: r.b, pageviews: 0, users: r.users })),
+  ];
+  return { events, sessions };
+}
+
+/**
+ * The counted sessions of a range (rollupSessionRows) with their visitor, start, end, pageviews
+ * and duration, and `at`, the start (epoch seconds) of the bucket holding an instant, both bound
+ * in `p`.
+ */
+async function bucketedSessions(
+  ch: ClickHouse,
+  p: Params,
+  siteId: number,
+  common: CommonParams,
+  bucket: Bucket,
+  settled: Settled | undefined,
+): Promise<{ rows: string; at: (t: string) => string }> {
+  const rows = await rollupSessionRows(
+    ch,
+    p,
+    siteId,
+    common,
+    ['start', 'end', 'pageviews', 'ms', 'user_key'],
+    settled,
+  );
+  const tz = p.bind('String', common.timeZone);
+  return { rows, at: (t) => `toUnixTimestamp(${BUCKET_START[bucket](t, tz)})` };
+}
+
+/** A span of time, its first and last instant (DateTime64 text, UTC). */
+type Span = [string, string];
+
+/**
+ * Spans of time that hold every event of the sessions overlapping the range whose events lie in
+ * two buckets or more (a superset: the spans of every such session of the parts read), merged
+ * where they overlap. A settled part's spans are kept per part (memo.ts: they never change
+ * while it lasts), the other partitions' merged at every read (FINAL: a session's rows are only
+ * whole once merged).
+ */
+async function spanningWindows(
+  ch: ClickHouse,
+  siteId: number,
+  common: CommonParams,
+  bucket: Bucket,
+  settled: Settled | undefined,
+): Promise<Span[]> {
+  const p = new Params();
+  const tz = p.bind('String', common.timeZone);
+  const at = (t: string) => BUCKET_START[bucket](t, tz);
+  const site = `site_id = ${p.bind('UInt32', siteId)}`;
+  const spans = `toString(min(session_start)) AS w_from, toString(max(session_end)) AS w_to`;
+  const spanned = `${at('session_start')} != ${at('session_end')}`;
+  const { from, to } = rangeBounds(p, common);
+  const overlapping = [...(from ? [`session_end >= ${from}`] : []), ...(to ? [`session_start < ${to}`] : [])];
+  const merged = (exclude: string) =>
+    `SELECT '' AS part, ${spans} FROM session_facts FINAL
+     WHERE ${[site, spanned, ...overlapping, exclude].join(' AND ')}
+     GROUP BY ${at('session_start')}`;
+  if (!settled) return mergedSpans(await ch.query<PartSpan>(merged('1'), p.values));
+  // Each settled part's spans kept, those not kept read in one statement with the merged ones.
+  const missing: string[] = [];
+  let readMissing!: (r: Promise<PartSpan[]>) => void;
+  const read = new Promise<PartSpan[]>((resolve) => {
+    readMissing = resolve;
+  });
+  const kept = settled.parts.map((part) =>
+    keptSpans.read(ch, JSON.stringify([siteId, common.timeZone, bucket, part]), () => {
+      missing.push(part);
+      return read.then((rows) => rows.filter((r) => r.part === part).map((r): Span => [r.w_from, r.w_to]));
+    }),
+  );
+  const unsettled = `_partition_id NOT IN ${p.bind('Array(String)', settled.partitions)}`;
+  const rows = ch.query<PartSpan>(
+    missing.length === 0
+      ? merged(unsettled)
+      : `SELECT _part AS part, ${spans} FROM session_facts
+         WHERE ${site} AND ${spanned} AND _part IN ${p.bind('Array(String)', missing)}
+         GROUP BY part, ${at('session_start')}
+       UNION ALL
+       ${merged(unsettled)}`,
+    p.values,
+  );
+  readMissing(rows);
+  // Awaited below: a failure of the statement is taken there, not left unhandled here.
+  const parts = Promise.all(kept);
+  parts.catch(() => {});
+  const unsettledSpans = (await rows).filter((r) => r.part === '');
+  return mergedSpans([
+    ...unsettledSpans,
+    ...(await parts).flat().map(([w_from, w_to]) => ({ part: '', w_from, w_to })),
+  ]);
+}
+
+type PartSpan = { part: string; w_from: string; w_to: string };
+
+/** Spans, sorted and merged where they overlap. */
+function mergedSpans(rows: PartSpan[]): Span[] {
+  const sorted = rows
+    .map((r): Span => [r.w_from, r.w_to])
+    .sort((a, b) => (a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : 0));
+  const out: Span[] = [];
+  for (const s of sorted) {
+    const last = out[out.length - 1];
+    if (last && s[0] <= last[1]) {
+      if (s[1] > last[1]) last[1] = s[1];
+    } else out.push([s[0], s[1]]);
+  }
+  return out;
+}
+
+/**
+ * The spans of the sessions spanning buckets of a settled part (spanningWindows), by the site,
+ * the zone, the bucket and the part's name.
+ */
+const keptSpans = memo<Span[]>(8192);
 
 /**
  * BucketCounts of an unfiltered range from the session rollups (rollup.ts), in one read of the
@@ -214,16 +389,7 @@ async function rollupBuckets(
   settled: Settled | undefined,
 ): Promise<BucketCounts> {
   const p = new Params();
-  const rows = await rollupSessionRows(
-    ch,
-    p,
-    siteId,
-    common,
-    ['start', 'end', 'pageviews', 'ms', 'user_key'],
-    settled,
-  );
-  const tz = p.bind('String', common.timeZone);
-  const at = (t: string) => `toUnixTimestamp(${BUCKET_START[bucket](t, tz)})`;
+  const { rows, at } = await bucketedSessions(ch, p, siteId, common, bucket, settled);
   // The sessions spanning buckets, from their keys in `session_paths` (every event is one, with
   // its time): the buckets they have events in, and their pageviews in each.
   const spanning = (settledPaths: Settled | undefined) => {
