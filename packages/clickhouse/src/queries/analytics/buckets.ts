@@ -149,39 +149,44 @@ interface BucketCounts {
 /**
  * BucketCounts of a range with filters (or without rollups): pageviews and users per bucket of
  * the events in range that match the filters; the counted sessions, `rows` (per-session rows
- * with `s_start`, `s_pageviews`, `s_ms`, their values bound in `p`), in the bucket of their start.
+ * with `s_start`, `s_pageviews`, `s_ms`, their values bound in the Params given), in the bucket
+ * of their start.
+ * The events are read on another read connection while the sessions' rows are found and read.
  */
 async function countedBuckets(
   ch: ClickHouse,
   siteId: number,
   common: CommonParams,
   bucket: Bucket,
-  p: Params,
-  rows: string,
+  rows: (p: Params) => string | Promise<string>,
 ): Promise<BucketCounts> {
   const e = new Params();
   const etz = e.bind('String', common.timeZone);
-  const events = await ch.query<EventRow>(
+  const events = ch.query<EventRow>(
     `SELECT toUnixTimestamp(${BUCKET_START[bucket]('timestamp', etz)}) AS b,
        countIf(type = 'pageview') AS pageviews, uniqExact(user_key) AS users
      FROM events WHERE ${whereClause(e, siteId, common)}
      GROUP BY b`,
     e.values,
   );
+  // Awaited below: a failure of the statement is taken there, not left unhandled here.
+  events.catch(() => {});
+  const p = new Params();
+  const counted = await rows(p);
   const tz = p.bind('String', common.timeZone);
   const sessions = await ch.query<SessionTotals & { b: number }>(
     `SELECT toUnixTimestamp(${BUCKET_START[bucket]('s_start', tz)}) AS b, ${SESSION_TOTAL_AGGREGATES}
-     FROM (${rows}) GROUP BY b`,
+     FROM (${counted}) GROUP BY b`,
     p.values,
   );
-  return { events, sessions };
+  return { events: await events, sessions };
 }
 
 /** BucketCounts from the events alone: the counted sessions grouped from their events. */
 function scannedBuckets(ch: ClickHouse, siteId: number, common: CommonParams, bucket: Bucket) {
-  const p = new Params();
-  const rows = countedSessions(p, siteId, common, [...SESSION_TOTAL_COLUMNS, 'min(timestamp) AS s_start']);
-  return countedBuckets(ch, siteId, common, bucket, p, rows);
+  return countedBuckets(ch, siteId, common, bucket, (p) =>
+    countedSessions(p, siteId, common, [...SESSION_TOTAL_COLUMNS, 'min(timestamp) AS s_start']),
+  );
 }
 
 /**
@@ -197,9 +202,9 @@ async function matchedBuckets(
   settled: Settled | undefined,
 ): Promise<BucketCounts> {
   if (!isSubDay(bucket)) return spannedBuckets(ch, siteId, common, bucket, settled);
-  const p = new Params();
-  const rows = await rollupSessionRows(ch, p, siteId, common, ['start', 'pageviews', 'ms'], settled);
-  return countedBuckets(ch, siteId, common, bucket, p, rows);
+  return countedBuckets(ch, siteId, common, bucket, (p) =>
+    rollupSessionRows(ch, p, siteId, common, ['start', 'pageviews', 'ms'], settled),
+  );
 }
 
 /**
@@ -252,14 +257,9 @@ async function spannedBuckets(
      GROUP BY b`,
     p.values,
   );
-  const visitors = new Map(sessions.map((r) => [r.b, r.users]));
-  const counted = await pageviews;
-  const viewed = new Set(counted.map((r) => r.b));
-  const events = [
-    ...counted.map((r) => ({ b: r.b, pageviews: r.pageviews, users: visitors.get(r.b) ?? 0 })),
-    // A bucket with matching events but no matching pageview.
-    ...sessions.filter((r) => !viewed.has(r.b)).map((r) => ({ b: r.b, pageviews: 0, users: r.users })),
-  ];
+  // Every bucket with a matching event has a row here: its session's, or a spanning one's.
+  const viewed = new Map((await pageviews).map((r) => [r.b, r.pageviews]));
+  const events = sessions.map((r) => ({ b: r.b, pageviews: viewed.get(r.b) ?? 0, users: r.users }));
   return { events, sessions };
 }
 
