@@ -194,12 +194,12 @@ export function machineCheckMs(): number {
 }
 
 /**
- * `pnpm bench query [--events N] [--days D] [--runs R] [--data-dir DIR] [--only REGEX] [--unfiltered] [--rebuild-summaries]`: seeds a site with
+ * `pnpm bench query [--events N] [--days D] [--runs R] [--data-dir DIR] [--only REGEX] [--unfiltered] [--times] [--rebuild-summaries]`: seeds a site with
  * realistic events (default 10 M over 30 days; a given --data-dir is seeded once and reused),
  * starts the standalone server and times every read endpoint over the 30-day range, with and
  * without two filters. Prints p50/p95 per endpoint against the targets, then streams the whole
  * range as an export: events per second and the server's RSS growth. `--only` times the
- * endpoints (and `export`) whose name matches, `--unfiltered` skips the filtered runs; QUERY_ROLLUPS=false in the environment times the
+ * endpoints (and `export`) whose name matches, `--unfiltered` skips the filtered runs, `--times` prints every run's time in order; QUERY_ROLLUPS=false in the environment times the
  * answers computed from the events alone; `--rebuild-summaries` drops the stored per-day summaries first, so
  * that the server builds them again as on a new seed.
  */
@@ -345,6 +345,7 @@ export async function benchQuery(args: string[]): Promise<void> {
           if (res.status !== 200) throw new Error(`${name}: HTTP ${res.status}`);
           if (i >= 3) times.push(performance.now() - t0);
         }
+        if (args.includes('--times')) console.log(name, filtered, times.map((t) => Math.round(t)).join(' '));
         times.sort((a, b) => a - b);
         const p95 = percentile(times, 95);
         const target = filtered ? filteredTarget! : unfiltered;
