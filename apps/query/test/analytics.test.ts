@@ -584,6 +584,119 @@ describe('sessions whose rows lie in several parts', () => {
   });
 });
 
+describe("filtered users list read within the listed visitors' sessions", () => {
+  it("counts each listed visitor's matching events over all its sessions, a session's rows in two parts", async () => {
+    // The listed visitors' events are read in the quarter hours their sessions' spans from
+    // `sessions_by_visitor` meet: one visitor holds 120 sessions across the range, another's
+    // session gains an event in a later insert, ten minutes past the span of its first row,
+    // stored apart and unmerged, and a third's one session spans 40 days (more quarter hours
+    // than a read tests: its events are read without them).
+    const t = await h.tenant();
+    const generated = [
+      ...generateEvents({
+        siteId: t.siteId,
+        events: 4000,
+        days: 6,
+        end: new Date('2026-07-10T12:00:00Z'),
+        seed: 57,
+      }),
+    ];
+    const ids = [...new Set(generated.map((e) => e.session_id))];
+    const heavy = generated[0]!.user_id;
+    // Every fourth session, across the whole range, becomes the heavy visitor's.
+    const taken = new Set(ids.filter((_, i) => i % 4 === 0).slice(0, 120));
+    expect(taken.size).toBe(120);
+    const first = generated.map((e) => (taken.has(e.session_id) ? { ...e, user_id: heavy } : e));
+    const ms = (e: StoredEvent) => Date.parse(`${e.timestamp.replace(' ', 'T')}Z`);
+    // The light visitor: the one of a session outside those, of a browser the filters keep.
+    const last = first
+      .filter(
+        (e) => e.user_id !== heavy && e.browser !== 'Safari' && ms(e) < Date.parse('2026-07-09T00:00:00Z'),
+      )
+      .sort(compareEvents)
+      .at(-1)!;
+    const light = last.user_id;
+    const at = Math.max(...first.filter((e) => e.session_id === last.session_id).map(ms)) + 600_000;
+    const later: StoredEvent = {
+      ...last,
+      event_id: uuidv7(at),
+      timestamp: new Date(at).toISOString().replace('T', ' ').slice(0, 23),
+      type: 'pageview',
+      pathname: '/later',
+    };
+    const long = 'abcdef0123456789';
+    const longSession = uuidv7(Date.parse('2026-06-01T10:00:00Z'));
+    const spanning = ['2026-06-01T10:00:00Z', '2026-07-10T10:00:00Z'].map(
+      (iso, i): StoredEvent => ({
+        ...last,
+        user_id: long,
+        session_id: longSession,
+        event_id: uuidv7(Date.parse(iso)),
+        timestamp: new Date(iso).toISOString().replace('T', ' ').slice(0, 23),
+        type: 'pageview',
+        pathname: `/long${i}`,
+      }),
+    );
+    first.push(...spanning);
+    const table = h.ch.cluster
+      ? `ON CLUSTER ${h.ch.cluster} sessions_by_visitor${LOCAL_SUFFIX}`
+      : 'sessions_by_visitor';
+    await h.ch.command(`SYSTEM STOP MERGES ${table}`);
+    try {
+      await insertEvents(h.ch, first);
+      await insertEvents(h.ch, [later]);
+      const [rows] = await h.ch.query<{ n: number }>(
+        `SELECT count() AS n FROM sessions_by_visitor WHERE site_id = {s:UInt32} AND session_id = {id:UUID}`,
+        { s: t.siteId, id: later.session_id },
+      );
+      expect(Number(rows?.n)).toBe(2);
+      const stored = [...first, later];
+      const range = {
+        startDate: '2026-07-04',
+        endDate: '2026-07-10',
+        timeZone: 'UTC',
+        filters: [f('pathname', 'not_contains', 'blog'), f('browser', 'not_equals', 'Safari')],
+      };
+      const selection = ref.selection(stored, t.siteId, full(range));
+      const list = (extra: Record<string, string>) =>
+        [h.json, eventsOnly].map((json) =>
+          json<{ data: unknown[]; totalCount: number }>(
+            `/api/sites/${t.siteId}/users?${query(range, extra)}`,
+            {
+              key: t.key,
+            },
+          ),
+        );
+      for (const [sort, order] of [
+        ['sessions', 'desc'],
+        ['last_seen', 'desc'],
+        ['first_seen', 'asc'],
+      ] as const) {
+        const users = ref.users(selection, sort, order);
+        if (sort === 'sessions') expect(users[0]).toMatchObject({ user_id: heavy });
+        for (const res of await Promise.all(list({ sort, order, limit: '25' })))
+          expect({ sort, ...res.body }).toEqual({ sort, data: users.slice(0, 25), totalCount: users.length });
+      }
+      // The light visitor alone, by its id: its later event counts among its events.
+      const lightOf = (events: StoredEvent[]) =>
+        ref
+          .users(ref.selection(events, t.siteId, full(range)), 'last_seen', 'desc')
+          .filter((u) => u.user_id === light);
+      const found = lightOf(stored);
+      expect(found).toHaveLength(1);
+      expect(found[0]!.events).toBe(lightOf(first)[0]!.events + 1);
+      for (const res of await Promise.all(list({ search: light })))
+        expect(res.body).toEqual({ data: found, totalCount: 1 });
+      const longOnly = ref.users(selection, 'last_seen', 'desc').filter((u) => u.user_id === long);
+      expect(longOnly).toMatchObject([{ sessions: 1, events: 1 }]);
+      for (const res of await Promise.all(list({ search: long })))
+        expect(res.body).toEqual({ data: longOnly, totalCount: 1 });
+    } finally {
+      await h.ch.command(`SYSTEM START MERGES ${table}`);
+    }
+  });
+});
+
 describe('users list of a range reaching now', () => {
   it("gives each visitor the range's latest identified id, whether its latest of all time lies in, before or after the range", async () => {
     const t = await h.tenant();
