@@ -259,8 +259,6 @@ async function listedFields(
   ids: string[],
 ): Promise<Map<string, EventFields>> {
   const keys = ids.map(keyOfUserId);
-  const slots = await visitorSlots(ch, siteId, common, keys);
-  if (slots?.length === 0) return new Map();
   const p = new Params();
   const counted = await ch.query<
     Omit<UserRow, 'u_user_id' | 'u_identified_user_id' | LatestField> & { k: string; id_at: string | null }
@@ -270,10 +268,7 @@ async function listedFields(
        toString(min(timestamp)) AS u_first_seen, toString(max(timestamp)) AS u_last_seen,
        toString(maxIfOrNull(timestamp, identified_user_id != '')) AS id_at
      FROM events
-     WHERE ${whereClause(p, siteId, common, [
-       `user_key IN ${p.bind('Array(UInt64)', keys)}`,
-       ...(slots ? [`toStartOfFifteenMinutes(timestamp) IN ${p.bind("Array(DateTime('UTC'))", slots)}`] : []),
-     ])}
+     WHERE ${whereClause(p, siteId, common, [`user_key IN ${p.bind('Array(UInt64)', keys)}`])}
      GROUP BY user_key`,
     p.values,
   );
@@ -308,51 +303,6 @@ async function listedFields(
     }),
   );
 }
-
-/**
- * The quarter hours (UTC, as `YYYY-MM-DD hh:mm:ss`) that hold every event of some visitors
- * (64-bit keys) in range: those their sessions' spans from `sessions_by_visitor` (0020) meet,
- * read by key. Every event lies in the view's row of its session (merged or not yet), so a read
- * of the events narrowed to them misses none, and the sort key skips the granules of the other
- * quarters: the fewer the more events a granule holds (at 10 M events the 25 latest visitors of
- * the bench's filters, with 1,124 sessions, meet 933 of 1,250 granules; docs/benchmarks.md).
- * Undefined without the rollups, which then read the events alone, and where the quarters are
- * more than MAX_QUARTERS (a set the engine would test every granule against).
- */
-async function visitorSlots(
-  ch: ClickHouse,
-  siteId: number,
-  common: CommonParams,
-  keys: bigint[],
-): Promise<string[] | undefined> {
-  if (ch.rollups === false) return undefined;
-  const p = new Params();
-  const { from, to } = rangeBounds(p, common);
-  const where = [
-    `site_id = ${p.bind('UInt32', siteId)}`,
-    `user_key IN ${p.bind('Array(UInt64)', keys)}`,
-    ...(from ? [`session_end >= ${from}`] : []),
-    ...(to ? [`session_start < ${to}`] : []),
-  ];
-  const rows = await ch.query<{ s: number; e: number }>(
-    `SELECT intDiv(toUnixTimestamp(session_start), 900) AS s, intDiv(toUnixTimestamp(session_end), 900) AS e
-     FROM sessions_by_visitor WHERE ${where.join(' AND ')}`,
-    p.values,
-  );
-  const quarters = new Set<number>();
-  for (const { s, e } of rows) {
-    for (let q = Number(s); q <= Number(e); q++) {
-      quarters.add(q);
-      if (quarters.size > MAX_QUARTERS) return undefined;
-    }
-  }
-  return [...quarters]
-    .sort((a, b) => a - b)
-    .map((q) => new Date(q * 900_000).toISOString().slice(0, 19).replace('T', ' '));
-}
-
-/** The most quarter hours a narrowed read of the events tests its granules against (36 days). */
-const MAX_QUARTERS = 3456;
 
 /**
  * Sorts whose first page follows the sessions in one order: taken by their end, latest first
