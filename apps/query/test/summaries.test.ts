@@ -390,6 +390,48 @@ describe.skipIf(TEST_CLICKHOUSE === 'cluster')('per-day summaries of the page br
     const titles = (await metricOn(unlisted, 'page_title')).body.data.data.map((r) => r.value);
     expect(titles).toEqual(expect.arrayContaining(['Midnight 0 0', 'Midnight 0 2', 'Midnight 1 1']));
   });
+
+  it("counts a day's sessions ending the next day from their summary where that day is summarized too", async () => {
+    for (const parameter of ['page_title', 'hostname', 'page_title', 'hostname']) await metric(parameter);
+    // acrossMidnight's sessions begin on 3, 6 and 11 June and end the next day.
+    const [third, eleventh] = [20260603, 20260611];
+    for (const parameter of ['page_title:next_day', 'hostname:next_day'])
+      expect(await summaryDays(parameter)).toEqual(expect.arrayContaining([third, DAY - 1, eleventh]));
+    // Rows only the summaries hold: 4 June is summarized, so 3 June's next-day sessions are
+    // counted from their summary; 12 June is cut by the range, so 11 June's are read from their
+    // events and its summary left.
+    const parameters = ['page_title:next_day', 'hostname:next_day'];
+    await tamper(parameters, third, 'session_paths', { value: 'Next day of 3 June' });
+    await tamper(parameters, eleventh, 'session_paths', { value: 'Next day of 11 June' });
+    try {
+      for (const parameter of ['page_title', 'hostname'] as const) {
+        // The last test's row of 7 June aside.
+        const data = (await metric(parameter)).body.data.data.filter((r) => r.value !== TAMPERED);
+        expect(data[0]).toMatchObject({ value: 'Next day of 3 June', count: 1_000_000 });
+        const rest = data.slice(1);
+        expect(rest.map((r) => r.value)).not.toContain('Next day of 11 June');
+        // The others as the reference counts them: the summaries' sessions are not read again.
+        expect({ parameter, data: rest }).toEqual({ parameter, data: expected(parameter).data });
+      }
+      // Their summary deleted, the next read builds it again from their events: the same answer.
+      await h.ch.command(
+        `DELETE FROM metric_summaries WHERE site_id = {s:UInt32} AND parameter IN {p:Array(String)}
+           AND partition = {d:UInt32}`,
+        { s: tenant.siteId, p: parameters, d: third },
+      );
+      forgetKeptReads(h.ch);
+      const titles = (await metric('page_title')).body.data.data.filter((r) => r.value !== TAMPERED);
+      expect(titles).toEqual(expected('page_title').data);
+      expect(titles.map((r) => r.value)).toContain('Midnight 0 2');
+      expect(await summaryDays('page_title:next_day')).toContain(third);
+    } finally {
+      await h.ch.command(
+        `DELETE FROM metric_summaries WHERE site_id = {s:UInt32} AND value LIKE 'Next day of %'`,
+        { s: tenant.siteId },
+      );
+      forgetKeptReads(h.ch);
+    }
+  });
 });
 
 // The overview's session totals and the sessions list's count (unfiltered) have summaries of the

@@ -48,6 +48,9 @@ import {
   type KeyedCounts,
   type KeyedParameter,
   mergeCounts,
+  NEXT_DAY_SESSION,
+  nextDaySessions,
+  nextPartition,
   PARTITION_DAY,
   type Parts,
   settledPartsQuery,
@@ -673,8 +676,10 @@ function countsByDay(rows: (Row & { day: number })[]): Map<number, KeyedCounts> 
  * that have one read from it, the range's other events grouped by session as `byEventValue` does.
  * Those are the events outside the summarized days, and every event in range of the sessions
  * that are not covered but reach into those days (from `session_paths`: sessions crossing
- * midnight, mostly; listed by id, or found by a subquery when too many to list). Undefined
- * without summarized days: the answer is then ranked in SQL as with filters.
+ * midnight, mostly; listed by id, or found by a subquery when too many to list), but for the
+ * next-day sessions of a summarized day whose next day is summarized too: they have every event
+ * in range, so their counts are their day's `next_day` summary. Undefined without summarized
+ * days: the answer is then ranked in SQL as with filters.
  */
 async function eventValueRows(
   ch: ClickHouse,
@@ -685,17 +690,29 @@ async function eventValueRows(
 ): Promise<Row[] | undefined> {
   // Each day's sessions that its summary leaves out are summarized too, read meanwhile: found
   // among every session of the summarized days, they took 63 of a 204 ms answer at 10 M events.
-  const [days, apart] = await Promise.all([
+  const [days, apart, next] = await Promise.all([
     eventValueDays(ch, siteId, common, parameter, settled),
-    summarizedDays(ch, siteId, common, 'uncovered_sessions', settled, (missing, parts) =>
+    summarizedDays(ch, siteId, common, 'uncovered_sessions:2', settled, (missing, parts) =>
       uncoveredSessions(ch, siteId, missing, parts),
     ),
+    nextDayValueDays(ch, siteId, common, parameter, settled),
   ]);
   if (!days) return undefined;
   // The sessions reaching into the summarized days that their summaries leave out (sessions
   // crossing midnight, mostly): those of the days whose own are summarized, and those found
   // among the others' sessions (days summarized before theirs, and the range's other days).
-  const known = (apart?.partitions ?? []).filter((d) => days.partitions.includes(d));
+  const summarized = new Set(days.partitions);
+  const known = (apart?.partitions ?? []).filter((d) => summarized.has(d));
+  // The known days whose next-day sessions are counted from their summary: the next day is
+  // summarized too (the sessions then have every event in range, none read below), and the two
+  // summaries, each of the day's part, agree on how many there are.
+  const paired = known.filter((d) => {
+    const held = next?.byDay.get(d)?.counts;
+    if (!held || !summarized.has(nextPartition(d))) return false;
+    let marked = 0;
+    for (const r of apart!.byDay.get(d)!.counts.byValue.values()) marked += Number(r.n_events);
+    return marked === held.all_sessions;
+  });
   const uncovered = (q: Params, leaveOut: number[]) => {
     const span = daysSpan(q, days.partitions);
     const others = leaveOut.length > 0 ? ` AND ${inPartitions(q, leaveOut, true)}` : '';
@@ -714,13 +731,19 @@ async function eventValueRows(
     `SELECT groupArray(${Math.max(1, Math.floor(limit))})(session_id) AS ids, count() AS n FROM (${uncovered(p, known)})`,
     p.values,
   );
+  const pairedDays = new Set(paired);
   const ids = [
     ...(listed?.ids ?? []),
-    ...known.flatMap((d) => [...apart!.byDay.get(d)!.counts.byValue.keys()]),
+    ...known.flatMap((d) =>
+      [...apart!.byDay.get(d)!.counts.byValue.values()]
+        .filter((r) => !(pairedDays.has(d) && Number(r.n_events) === 1))
+        .map((r) => r.v),
+    ),
   ];
   const q = new Params();
   // Listed, they are found among the events four times faster than by the subquery (at 10 M
-  // events); past the limit (tens of thousands at 100 M events), by the subquery (of all of them).
+  // events); past the limit, by the subquery (of all of them, the paired days' next-day
+  // sessions too, which are then not counted from their summaries).
   // Sorted, so that the same sessions make the same condition (rollup.ts crossingSessions).
   const listable = listed && Number(listed.n) + ids.length - listed.ids.length <= limit;
   const sessions = listable ? q.bind('Array(UUID)', ids.sort()) : `(${uncovered(q, [])})`;
@@ -750,14 +773,16 @@ async function eventValueRows(
   });
   const counts = countsByDay(rows).get(0) ?? emptyCounts();
   mergeCounts(counts, days.counts);
+  if (listable) for (const d of paired) mergeCounts(counts, next!.byDay.get(d)!.counts);
   return rankedValues(counts, false);
 }
 
 /**
  * The sessions of settled days (`days`, their `parts` of `session_paths`) that the page titles'
  * and hostnames' summaries leave out (not covered: they begin or end on another day), one value
- * per session id, for their summary (`uncovered_sessions`). A day's are the same in any range
- * that holds the day whole.
+ * per session id, for their summary (`uncovered_sessions:2`); `n_events` is 1 for the day's
+ * next-day sessions (NEXT_DAY_SESSION), 0 for the others. A day's are the same in any range that
+ * holds the day whole.
  */
 async function uncoveredSessions(
   ch: ClickHouse,
@@ -766,8 +791,10 @@ async function uncoveredSessions(
   parts: string[],
 ): Promise<Map<number, KeyedCounts>> {
   const p = new Params();
-  const rows = await ch.query<{ day: string; ids: string[] }>(
-    `SELECT _partition_id AS day, groupArray(toString(session_id)) AS ids FROM session_paths
+  const rows = await ch.query<{ day: string; ids: string[]; next: number[] }>(
+    `SELECT _partition_id AS day, groupArray(toString(session_id)) AS ids,
+       groupArray(toUInt8(${NEXT_DAY_SESSION})) AS next
+     FROM session_paths
      WHERE site_id = ${p.bind('UInt32', siteId)} AND _part IN ${p.bind('Array(String)', parts)}
        AND NOT ${coveredSessions(p, days)}
      GROUP BY day`,
@@ -776,11 +803,52 @@ async function uncoveredSessions(
   const byDay = new Map<number, KeyedCounts>();
   for (const r of rows) {
     const counts = emptyCounts();
-    for (const id of r.ids)
-      addCounts(counts, { v: id, n_sessions: 1, n_events: 0, bounces: 0, top_ms: 0, top_n: 0 });
+    for (const [i, id] of r.ids.entries())
+      addCounts(counts, {
+        v: id,
+        n_sessions: 1,
+        n_events: Number(r.next[i]),
+        bounces: 0,
+        top_ms: 0,
+        top_n: 0,
+      });
     byDay.set(Number(r.day), counts);
   }
   return byDay;
+}
+
+/**
+ * The page titles' or hostnames' counts over each settled day's next-day sessions (its
+ * `next_day` summaries), days without one built. The sessions' every event counts, in the day
+ * and the next, whatever range is asked for: eventValueRows takes a day's counts only where its
+ * next day lies in the range too.
+ */
+function nextDayValueDays(
+  ch: ClickHouse,
+  siteId: number,
+  common: CommonParams,
+  parameter: EventValueParameter,
+  settled: Settled | undefined,
+) {
+  const build = async (missing: number[], parts: string[]) => {
+    const q = new Params();
+    const { startDate: _from, endDate: _to, ...open } = common;
+    const sessions = `(${withinDays(
+      q,
+      missing.flatMap((d) => [d, nextPartition(d)]),
+    )}
+      AND session_id IN (SELECT session_id FROM session_paths
+        WHERE site_id = ${q.bind('UInt32', siteId)} AND _part IN ${q.bind('Array(String)', parts)}
+          AND ${nextDaySessions(q, missing)}))`;
+    // As eventValueDays: not through the events' session index.
+    const rows = await ch.query<Row & { day: number }>(
+      `SELECT * FROM (${byEventValue(q, siteId, open, parameter, sessions, true)})
+       SETTINGS use_index_for_in_with_subqueries = 0`,
+      q.values,
+    );
+    return countsByDay(rows);
+  };
+  return summarizedDays(ch, siteId, common, `${parameter}:next_day`, settled, build);
 }
 
 /** The summarized days of page titles or hostnames (eventValueRows), days without one built. */

@@ -29,7 +29,9 @@ export type KeyedParameter = 'pathname' | 'entry_page' | 'exit_page' | 'event_na
  * and the sessions list's count (`sessions`: one value, the empty one, overview.ts
  * sessionTotalDays), the buckets' counts per UTC quarter hour (`quarters`, quarters.ts), and
  * the sessions of a day that the page titles' and hostnames' summaries leave out
- * (`uncovered_sessions`: one value per session id, metric.ts).
+ * (`uncovered_sessions:2`: one value per session id, marked when the session lies in its day and
+ * the next, metric.ts), and the page titles' and hostnames' counts over those that do
+ * (`page_title:next_day`, `hostname:next_day`).
  */
 export type SummarizedParameter =
   | KeyedParameter
@@ -39,7 +41,8 @@ export type SummarizedParameter =
   | 'goals'
   | 'sessions'
   | 'quarters'
-  | 'uncovered_sessions'
+  | 'uncovered_sessions:2'
+  | `${'page_title' | 'hostname'}:next_day`
   | `journeys:${number}`
   | `funnel:${string}`;
 
@@ -163,10 +166,31 @@ const HOUR_MS = 3_600_000;
  * works as a PREWHERE.
  */
 export function coveredSessions(p: Params, days: number[]): string {
-  return `(${SESSION_DAY} IN ${p.bind('Array(Int64)', days.map(epochDay))}
-    AND ${msDay('toUnixTimestamp64Milli(session_start)')} = ${SESSION_DAY}
-    AND ${msDay('toUnixTimestamp64Milli(session_end)')} = ${SESSION_DAY})`;
+  return `(${SESSION_DAY} IN ${p.bind('Array(Int64)', days.map(epochDay))} AND ${sessionDays(0)})`;
 }
+
+/**
+ * Whether a `session_paths` row's session begins in its partition's (UTC) day and ends `after`
+ * days later.
+ */
+const sessionDays = (after: 0 | 1) =>
+  `${msDay('toUnixTimestamp64Milli(session_start)')} = ${SESSION_DAY}
+    AND ${msDay('toUnixTimestamp64Milli(session_end)')} = ${SESSION_DAY}${after ? ` + ${after}` : ''}`;
+
+/**
+ * A session of the next-day kind: it begins in its partition's (UTC) day and ends in the next,
+ * as most sessions crossing midnight do. As a condition on `session_paths` rows.
+ */
+export const NEXT_DAY_SESSION = `(${sessionDays(1)})`;
+
+/** A condition on `session_paths` rows: a next-day session of one of the partitions `days`. */
+export function nextDaySessions(p: Params, days: number[]): string {
+  return `(${SESSION_DAY} IN ${p.bind('Array(Int64)', days.map(epochDay))} AND ${NEXT_DAY_SESSION})`;
+}
+
+/** The partition (YYYYMMDD) of the UTC day after `day`'s. */
+export const nextPartition = (day: number) =>
+  Number(new Date((epochDay(day) + 1) * DAY_MS).toISOString().slice(0, 10).replaceAll('-', ''));
 
 /** The instant a day since 1970 begins (UTC), bound. */
 const dayAt = (p: Params, day: number) => `toDateTime64(${p.bind('Int64', day * 86_400)}, 3, 'UTC')`;
@@ -226,7 +250,10 @@ interface SummaryRow extends ValueCounts, Parts {
 
 /** Summaries of whole partitions, each usable where its span is (else of the covered sessions). */
 const wholePartitions = (parameter: SummarizedParameter) =>
-  parameter !== 'page_title' && parameter !== 'hostname' && parameter !== 'uncovered_sessions';
+  parameter !== 'page_title' &&
+  parameter !== 'hostname' &&
+  parameter !== 'uncovered_sessions:2' &&
+  !parameter.endsWith(':next_day');
 
 /**
  * The summarized days of an unfiltered range for `parameter` and their counts added up, or

@@ -30,8 +30,11 @@ const SUMMARIZED: [SummarizedParameter, SessionRollup][] = [
   ['event_name', 'session_paths'],
   ['page_title', 'session_paths'],
   ['hostname', 'session_paths'],
-  // Built by the page titles' read (metric.ts), which reads them.
-  ['uncovered_sessions', 'session_paths'],
+  // Built by the page titles' read (metric.ts), which reads them (the next-day counts of
+  // hostnames by the hostnames' read).
+  ['uncovered_sessions:2', 'session_paths'],
+  ['page_title:next_day', 'session_paths'],
+  ['hostname:next_day', 'session_paths'],
   ...SESSION_ATTRIBUTES.map((a): [SummarizedParameter, SessionRollup] => [a, 'session_facts']),
   ['sessions', 'session_facts'],
   ['quarters', 'session_paths'],
@@ -115,10 +118,7 @@ export async function buildSummaries(
             ? journeys(ch, siteId, common, { steps: JOURNEY_STEPS, limit: 1 })
             : isFunnel(parameter)
               ? buildFunnelSummaries(ch, siteId, common, funnels.get(parameter) ?? [])
-              : metric(ch, siteId, common, parameter === 'uncovered_sessions' ? 'page_title' : parameter, {
-                  limit: 1,
-                  offset: 0,
-                });
+              : metric(ch, siteId, common, metricOf(parameter), { limit: 1, offset: 0 });
   for (const [parameter] of summarized) {
     if (!missing.has(parameter) || (parameter === 'goals' && patterns.length === 0)) continue;
     // Each read builds a week of days at most: read until one stores nothing.
@@ -135,6 +135,14 @@ export async function buildSummaries(
   report.pageDays = await buildSessionPages(ch, siteId, common, options.signal);
   return report;
 }
+
+/** The breakdown whose read builds a summary of `parameter`. */
+const metricOf = (parameter: SummarizedParameter) =>
+  (parameter === 'uncovered_sessions:2'
+    ? 'page_title'
+    : parameter.endsWith(':next_day')
+      ? parameter.slice(0, -':next_day'.length)
+      : parameter) as Parameters<typeof metric>[3];
 
 const isJourneys = (parameter: SummarizedParameter): parameter is `journeys:${number}` =>
   parameter.startsWith('journeys:');
