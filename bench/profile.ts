@@ -73,9 +73,32 @@ async function statementsOf(ch: ClickHouse, answer: (ch: ClickHouse) => Promise<
 }
 
 /**
+ * Waits until the engine has run no merge for 10 s in a row (half an hour at most), and says how
+ * long that took: opening a new seed's data starts the merges of its parts, which take both cores
+ * for minutes at 100 M events, and answers timed beside them are not the answers' own.
+ */
+async function mergesDone(ch: ClickHouse): Promise<void> {
+  const started = performance.now();
+  let quietSince: number | undefined;
+  for (;;) {
+    const [row] = await ch.query<{ n: number }>('SELECT count() AS n FROM system.merges');
+    const now = performance.now();
+    if (Number(row?.n ?? 0) > 0) quietSince = undefined;
+    else quietSince ??= now;
+    if ((quietSince !== undefined && now - quietSince >= 10_000) || now - started > 30 * 60_000) {
+      console.log(
+        `${quietSince === undefined ? 'MERGES STILL RUNNING' : 'no merge running'} after ${((now - started) / 1000).toFixed(0)} s of waiting`,
+      );
+      return;
+    }
+    await new Promise((r) => setTimeout(r, 1000));
+  }
+}
+
+/**
  * `pnpm bench profile --data-dir DIR [--runs R] [--only REGEX] [--filtered | --filters JSON] [--pool N] [--sql]`: where the answers of
  * a seeded data directory (`pnpm bench query --data-dir DIR`, server stopped) spend their time,
- * in-process on the embedded engine: each answer's median time and CPU time over R runs, then every statement it
+ * in-process on the embedded engine, once no merge is running: each answer's median time and CPU time over R runs, then every statement it
  * sends, planned alone (`EXPLAIN PLAN`) and run alone. The bench's 30-day range in
  * Europe/Berlin; `--filtered` adds its two filters, `--filters JSON` others (the API's `filters`
  * array); `--pool` the read connections (3, the server's default); `--sql` prints each statement whole, with its parameters.
@@ -112,6 +135,7 @@ export async function benchProfile(args: string[]): Promise<void> {
     queryPoolSize: Number(option(args, 'pool') ?? 3),
   });
   try {
+    await mergesDone(ch);
     const page = { limit: 25, offset: 0 };
     const [latest] = (await listUsers(ch, siteId, common, { ...page, sort: 'last_seen', order: 'desc' }))
       .data;
