@@ -153,14 +153,25 @@ async function summariesBuilt(url: string): Promise<void> {
   // The longest the server took to answer meanwhile: builds that hold its event loop hold
   // every request (on a standalone server, ingest too).
   let longest = 0;
+  let resets = 0;
   for (;;) {
     const asked = performance.now();
-    const text = await (await fetch(`${url}/metrics`)).text();
+    // A build can hold the server's event loop for seconds; a kept-alive connection it closes
+    // meanwhile is reset under the next poll (at 100 M events, twice): asked again.
+    const text = await fetch(`${url}/metrics`).then(
+      (res) => res.text(),
+      (error: Error) => {
+        resets++;
+        if (resets > 10) throw error;
+        return undefined;
+      },
+    );
     longest = Math.max(longest, performance.now() - asked);
+    if (text === undefined) continue;
     if (gauge(text, 'trackhouse_summary_builds_pending') === 0) {
       const seconds = ((performance.now() - started) / 1000).toFixed(1);
       console.log(
-        `background summary builds done after ${seconds} s (${gauge(text, 'trackhouse_summary_reads_total')} reads, ${gauge(text, 'trackhouse_summary_rows_total')} rows; the server's longest answer meanwhile ${Math.round(longest)} ms)`,
+        `background summary builds done after ${seconds} s (${gauge(text, 'trackhouse_summary_reads_total')} reads, ${gauge(text, 'trackhouse_summary_rows_total')} rows; the server's longest answer meanwhile ${Math.round(longest)} ms, ${resets} polls reset)`,
       );
       return;
     }
