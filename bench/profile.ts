@@ -74,8 +74,8 @@ async function statementsOf(ch: ClickHouse, answer: (ch: ClickHouse) => Promise<
 
 /**
  * Waits until the engine has run no merge for 10 s in a row (half an hour at most), and says how
- * long that took: opening a new seed's data starts the merges of its parts, which take both cores
- * for minutes at 100 M events, and answers timed beside them are not the answers' own.
+ * long that took: opening a new seed's data can start merges of its parts, and answers timed
+ * beside them are not the answers' own.
  */
 async function mergesDone(ch: ClickHouse): Promise<void> {
   const started = performance.now();

@@ -190,9 +190,9 @@ async function idleCpuShare(pid: number, seconds: number): Promise<number> {
 /**
  * Waits for the server to go idle with no request in flight (under 5 % of a core over 10 s), as on
  * a server that has been up a while: the engine's background merges of a new seed's parts (the
- * events' monthly partitions, tens of millions of rows at 100 M events) take minutes of both
- * cores after the seed, and timed beside them the filtered answers took up to twice as long
- * (docs/benchmarks.md). Prints how long it waited and the CPU time used meanwhile. Gives up
+ * events' monthly partitions hold tens of millions of rows at 100 M events) must not be timed
+ * beside the answers. Prints how long it waited and the CPU time used meanwhile (on the 100 M
+ * seed of 2026-12-06, 20 s and 4 s: its merges were done during the summary builds). Gives up
  * waiting after half an hour and says so.
  */
 async function serverIdle(pid: number): Promise<void> {
