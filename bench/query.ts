@@ -156,8 +156,8 @@ async function summariesBuilt(url: string): Promise<void> {
   let resets = 0;
   for (;;) {
     const asked = performance.now();
-    // A build can hold the server's event loop for seconds; a kept-alive connection it closes
-    // meanwhile is reset under the next poll (at 100 M events, twice): asked again.
+    // A build can hold the server's event loop for seconds; at 100 M events a poll's connection
+    // was reset during the builds, the server still up (the first start on two seeds): asked again.
     const text = await fetch(`${url}/metrics`).then(
       (res) => res.text(),
       (error: Error) => {
