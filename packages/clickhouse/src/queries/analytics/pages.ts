@@ -367,9 +367,10 @@ async function titleNames(ch: ClickHouse, siteId: number, days: PageDays): Promi
  * sure rows whose session has an event matching every filter; `passing`, the 48-bit hashes of
  * the paths that pass every path filter (none without one: every path passes); `restrict`, a
  * condition on rollup rows, keeps the other sessions (the other days' and the exceptions);
- * `matching`, a condition on events, keeps their sessions' events. Undefined when the exceptions
- * are too many to list or a path filter passes too many paths (the answer then reads every
- * session as before).
+ * `matching`, a condition on events, keeps their sessions' events, and names the windows of
+ * time those lie in, so that a read of the events skips the built days' granules (the range's
+ * first and last day, mostly). Undefined when the exceptions are too many to list or a path
+ * filter passes too many paths (the answer then reads every session as before).
  */
 export interface SessionPageRows {
   counted: (p: Params) => string;
@@ -379,10 +380,78 @@ export interface SessionPageRows {
 }
 
 /**
+ * Most windows of time a SessionPageRows `matching` condition names: past it, the nearest are
+ * joined (the engine tests each against every granule's range of the sort key).
+ */
+const MAX_WINDOWS = 32;
+
+/** A window of time as the engine writes DateTime64(3, 'UTC'): first and last millisecond. */
+type Window = [string, string];
+
+const windowMs = (at: string) => Date.parse(`${at.replace(' ', 'T')}Z`);
+
+/**
+ * Windows covering every one of `spans`, overlapping ones joined, and past MAX_WINDOWS those
+ * with the shortest gaps between them too (a window may then cover time no span does).
+ */
+export function coveringWindows(spans: Window[]): Window[] {
+  const sorted = [...spans].sort((a, b) => windowMs(a[0]) - windowMs(b[0]));
+  const joined: Window[] = [];
+  for (const [from, to] of sorted) {
+    const last = joined.at(-1);
+    if (last && windowMs(from) <= windowMs(last[1])) {
+      if (windowMs(to) > windowMs(last[1])) last[1] = to;
+    } else joined.push([from, to]);
+  }
+  if (joined.length <= MAX_WINDOWS) return joined;
+  // The gaps kept: the widest MAX_WINDOWS - 1 (ties by place, so the result is one).
+  const gaps = joined
+    .slice(1)
+    .map((w, i) => ({ i, gap: windowMs(w[0]) - windowMs(joined[i]![1]) }))
+    .sort((a, b) => b.gap - a.gap || a.i - b.i)
+    .slice(0, MAX_WINDOWS - 1)
+    .map((g) => g.i)
+    .sort((a, b) => a - b);
+  let start = 0;
+  return [...gaps, joined.length - 1].map((end) => {
+    const w: Window = [joined[start]![0], joined[end]![1]];
+    start = end + 1;
+    return w;
+  });
+}
+
+/**
  * The exceptions of some builds (their tied sessions, and with filters on address or browser
  * attributes the unsure ones too), by the builds: a build's rows never change (memo.ts).
  */
-const keptExceptions = memo<{ ids: string[]; n: number }[]>(256);
+const keptExceptions = memo<{ ids: string[]; starts: string[]; ends: string[]; n: number }[]>(256);
+
+/**
+ * The first start and last end of the sessions of each partition of `session_facts` that is not
+ * among `days`' and has a session overlapping the range: every event in range of those sessions
+ * lies in one of them (an unmerged row's span holds the events it was made of, and a row with
+ * an event in range overlaps it). The built days' partitions are left out before any row is
+ * read; the others of the site are read whole (their two times), as the crossing sessions'
+ * lookup reads them.
+ */
+async function otherSpans(
+  ch: ClickHouse,
+  siteId: number,
+  common: CommonParams,
+  days: PageDays,
+): Promise<Window[]> {
+  const p = new Params();
+  const { from, to } = rangeBounds(p, common);
+  const rows = await ch.query<{ start: string; end: string }>(
+    `SELECT toString(min(session_start)) AS start, toString(max(session_end)) AS end
+     FROM session_facts
+     WHERE site_id = ${p.bind('UInt32', siteId)} AND _partition_id NOT IN ${p.bind('Array(String)', days.partitions.map(String))}
+       ${from ? `AND session_end >= ${from}` : ''} ${to ? `AND session_start < ${to}` : ''}
+     GROUP BY _partition_id`,
+    p.values,
+  );
+  return rows.map((r) => [r.start, r.end]);
+}
 
 /** The rows of `days` (pageDays) as SessionPageRows says, for a filtered answer. */
 export async function sessionPageRows(
@@ -410,13 +479,16 @@ export async function sessionPageRows(
   // subquery (the filtered pathnames' and page titles' statement 251 against 270 and 215 against
   // 236 ms). Past MAX_MATCHING_PATHS, the answer reads as before. Found beside the exceptions.
   const q = new Params();
-  const [[listed], found] = await Promise.all([
+  const listedLimit = Math.max(1, Math.floor(limit));
+  const [[listed], found, spans] = await Promise.all([
     keptExceptions.read(
       ch,
       JSON.stringify([siteId, days.partitions, days.builds, unsureApply(ch, common), limit]),
       () =>
-        ch.query<{ ids: string[]; n: number }>(
-          `SELECT groupArray(${Math.max(1, Math.floor(limit))})(session_id) AS ids, count() AS n
+        ch.query<{ ids: string[]; starts: string[]; ends: string[]; n: number }>(
+          `SELECT groupArray(${listedLimit})(session_id) AS ids,
+             groupArray(${listedLimit})(toString(session_start)) AS starts,
+             groupArray(${listedLimit})(toString(session_end)) AS ends, count() AS n
            FROM session_pages_by_country WHERE ${rows(e, false)}`,
           e.values,
         ),
@@ -431,12 +503,19 @@ export async function sessionPageRows(
             q.values,
           )
           .then((r) => r[0]),
+    otherSpans(ch, siteId, common, days),
   ]);
   if (!listed || Number(listed.n) > limit) return undefined;
   if (found && Number(found.n) > MAX_MATCHING_PATHS) return undefined;
   // The 64-bit hashes as text (exact), the 48 bits of the keys' hashes (pathHash) from them.
   const full = found?.hashes.map((h) => BigInt(h));
   const ids = [...listed.ids].sort();
+  // The times the other sessions' events lie in: the exceptions' spans (wholly inside the range,
+  // as their builds' are) and the other partitions' (otherSpans).
+  const windows = coveringWindows([
+    ...listed.ids.map((_, i): Window => [listed.starts[i]!, listed.ends[i]!]),
+    ...spans,
+  ]);
   const builtDays = days.partitions.map(String);
   return {
     counted: (p) =>
@@ -444,9 +523,14 @@ export async function sessionPageRows(
     passing: full?.map((h) => Number(h >> 16n)),
     restrict: (p) =>
       `(_partition_id NOT IN ${p.bind('Array(String)', builtDays)} OR session_id IN ${p.bind('Array(UUID)', ids)})`,
-    matching: (p) =>
-      `(toYYYYMMDD(UUIDv7ToDateTime(session_id)) NOT IN ${p.bind('Array(UInt32)', days.partitions)}
-        OR session_id IN ${p.bind('Array(UUID)', ids)})`,
+    matching: (p) => {
+      const times = windows.map(
+        ([from, to]) =>
+          `timestamp BETWEEN ${p.bind("DateTime64(3, 'UTC')", from)} AND ${p.bind("DateTime64(3, 'UTC')", to)}`,
+      );
+      return `(toYYYYMMDD(UUIDv7ToDateTime(session_id)) NOT IN ${p.bind('Array(UInt32)', days.partitions)}
+        OR session_id IN ${p.bind('Array(UUID)', ids)}) AND (${times.join(' OR ') || '0'})`;
+    },
   };
 }
 
