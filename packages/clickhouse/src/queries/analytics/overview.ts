@@ -1,6 +1,5 @@
 import type { ClickHouse } from '../../client';
 import { type CommonParams, filterConditions, Params, rangeCondition, whereClause } from '../builder';
-import { type PageDays, pageDays, type SessionPageRows, sessionPageRows, sessionPagesApply } from './pages';
 import {
   crossingSessions,
   fromRollup,
@@ -158,33 +157,28 @@ async function rollupOverview(
     !sessionsOnly && visitorDaysApply(ch, common) ? rangeVisitors(ch, siteId, common) : undefined;
   counting?.catch(() => {});
   const withKeys = !sessionsOnly && counting === undefined;
-  // Filters tested on the session rows leave no matching events to count the pageviews from.
-  // Without a path filter, every pageview of a row that passes matches, and the rows give them.
-  // With one, the built days' rows give theirs (each path's pageviews, pages.ts), and the
-  // range's other pageviews that match are counted from the events in the windows of time their
-  // sessions lie in, on another read connection meanwhile; without built days, all of them (at
-  // 100 M events that scan was 725 ms of the filtered overview's CPU, docs/benchmarks.md).
+  // Filters tested on the session rows leave no matching events to count the pageviews from:
+  // with a path filter they are counted apart, on another read connection meanwhile; without
+  // one, every pageview of a row that passes matches, and the rows give them.
   const rowPageviews = !sessionsOnly && rowPageviewsApply(ch, common);
-  const pathPageviews = !sessionsOnly && !rowPageviews && rowFiltersApply(ch, common);
-  const [days, edges, pages] = await Promise.all([
+  const matchingPageviews =
+    !sessionsOnly && !rowPageviews && rowFiltersApply(ch, common)
+      ? countMatchingPageviews(ch, siteId, common)
+      : undefined;
+  matchingPageviews?.catch(() => {});
+  const [days, edges] = await Promise.all([
     unfiltered ? sessionTotalDays(ch, siteId, common, settled) : undefined,
     crossingSessions(ch, siteId, common, settled, undefined, undefined, unsureApply(ch, common)),
-    pathPageviews ? builtPageRows(ch, siteId, common, settled) : undefined,
   ]);
-  const matchingPageviews = pathPageviews
-    ? countMatchingPageviews(ch, siteId, common, pages?.rows.matching)
-    : undefined;
-  matchingPageviews?.catch(() => {});
   const p = new Params();
   const fields: SessionRowField[] = withKeys ? ['pageviews', 'ms', 'user_key'] : ['pageviews', 'ms'];
   const rows = await rollupSessionRows(ch, p, siteId, common, fields, settled, {
     restrict: days && ((q) => inPartitions(q, days.partitions, true)),
     edges,
     matchedPageviews: rowPageviews,
-    builtPages: pages && { days: pages.days, pageviews: pages.rows.pageviews(p) },
   });
   const pageviews =
-    (matchingPageviews !== undefined && !pages) || (sessionsOnly && rowFiltersApply(ch, common))
+    matchingPageviews !== undefined || (sessionsOnly && rowFiltersApply(ch, common))
       ? '0'
       : common.filters.length > 0
         ? 'sum(m_pageviews)'
@@ -217,9 +211,7 @@ async function rollupOverview(
     users: 0,
   };
   const users = visitors ?? Number(totals.users);
-  if (matchingPageviews !== undefined) {
-    return { ...totals, pageviews: Number(totals.pageviews) + (await matchingPageviews), users };
-  }
+  if (matchingPageviews !== undefined) return { ...totals, pageviews: await matchingPageviews, users };
   const summed = days?.counts.byValue.get('');
   if (!summed) return { ...totals, users };
   return {
@@ -243,17 +235,11 @@ async function rollupOverview(
  * `SETTINGS` clause is the statement's own: it is not kept on the embedded engine's connection.
  * An entry or exit page filter (a set of sessions from a subquery) keeps the `WHERE`: its set
  * tested on every row cost more than the filtering (780 against 670 ms at 10 M events).
- * `within`, a condition on events, narrows them in the `PREWHERE` too (the times of the events
- * left to count, pages.ts). docs/benchmarks.md.
+ * docs/benchmarks.md.
  */
-async function countMatchingPageviews(
-  ch: ClickHouse,
-  siteId: number,
-  common: CommonParams,
-  within?: (p: Params) => string,
-): Promise<number> {
+async function countMatchingPageviews(ch: ClickHouse, siteId: number, common: CommonParams): Promise<number> {
   const p = new Params();
-  const range = [rangeCondition(p, siteId, common), ...(within ? [within(p)] : [])].join(' AND ');
+  const range = rangeCondition(p, siteId, common);
   const matching = [...filterConditions(p, siteId, common), "type = 'pageview'"];
   const bySessions = common.filters.some((f) => f.parameter === 'entry_page' || f.parameter === 'exit_page');
   const [row] = await ch.query<{ n: number }>(
@@ -264,23 +250,6 @@ async function countMatchingPageviews(
     p.values,
   );
   return Number(row?.n ?? 0);
-}
-
-/**
- * The days a filtered read takes from the built rows (pageDays) with how their rows are read
- * (sessionPageRows), where the filters are tested on the rows and they apply; undefined
- * otherwise.
- */
-async function builtPageRows(
-  ch: ClickHouse,
-  siteId: number,
-  common: CommonParams,
-  settled: Settled | undefined,
-): Promise<{ days: PageDays; rows: SessionPageRows } | undefined> {
-  if (!sessionPagesApply(ch, common)) return undefined;
-  const days = await pageDays(ch, siteId, common, settled, 'session_facts');
-  const rows = days && (await sessionPageRows(ch, siteId, common, days));
-  return days && rows && { days, rows };
 }
 
 /**

@@ -47,9 +47,6 @@ export type PageParameter = 'pathname' | 'entry_page' | 'exit_page' | 'page_titl
 /** The bits of a path's milliseconds in `page_counts`, below its number of pageviews (0016). */
 const COUNT_SHIFT = 40;
 
-/** The number of pageviews of a `page_counts` element. */
-export const pageCount = (element: string) => `bitShiftRight(${element}, ${COUNT_SHIFT})`;
-
 /** Most distinct paths a path filter may pass for an answer to read the built rows. */
 const MAX_MATCHING_PATHS = 10_000;
 
@@ -380,12 +377,6 @@ export interface SessionPageRows {
   passing: number[] | undefined;
   restrict: (p: Params) => string;
   matching: (p: Params) => string;
-  /**
-   * Over a built row of these days, its session's pageviews that match every filter where
-   * `counted` keeps it (its pageviews whose path passes), 0 where it is an exception (counted
-   * from its events by `matching`).
-   */
-  pageviews: (p: Params) => string;
 }
 
 /**
@@ -469,13 +460,13 @@ export async function sessionPageRows(
   common: CommonParams,
   days: PageDays,
 ): Promise<SessionPageRows | undefined> {
-  const exception = unsureApply(ch, common) ? '(tied = 1 OR unsure = 1)' : 'tied = 1';
   const rows = (p: Params, sure: boolean) => {
     const where = [
       `site_id = ${p.bind('UInt32', siteId)}`,
       `partition IN ${p.bind('Array(UInt32)', days.partitions)}`,
       `build_id IN ${p.bind('Array(UUID)', days.builds)}`,
     ];
+    const exception = unsureApply(ch, common) ? '(tied = 1 OR unsure = 1)' : 'tied = 1';
     return `${where.join(' AND ')} AND ${sure ? `NOT ${exception}` : exception}`;
   };
   const e = new Params();
@@ -526,17 +517,10 @@ export async function sessionPageRows(
     ...spans,
   ]);
   const builtDays = days.partitions.map(String);
-  const passing = full?.map((h) => Number(h >> 16n));
   return {
     counted: (p) =>
       `${rows(p, true)} AND ${rowFilterCondition(p, 'session_pages_by_country', siteId, common, full && p.bind('Array(UInt64)', full))(false)}`,
-    passing,
-    pageviews: (p) =>
-      `if(${exception}, 0, ${
-        passing
-          ? `arraySum((h, c) -> if(h IN ${p.bind('Array(UInt64)', passing)}, ${pageCount('c')}, 0), page_hashes, page_counts)`
-          : 'pageviews'
-      })`,
+    passing: full?.map((h) => Number(h >> 16n)),
     restrict: (p) =>
       `(_partition_id NOT IN ${p.bind('Array(String)', builtDays)} OR session_id IN ${p.bind('Array(UUID)', ids)})`,
     matching: (p) => {

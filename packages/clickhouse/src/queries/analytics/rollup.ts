@@ -265,10 +265,7 @@ function overlappingPartitions(
  * only (a fifth of the rows, sorted by type first). `matched`: more
  * columns of each counted session, aggregates over its matching events. `matchedPageviews`
  * (only where `rowPageviewsApply`): each row with `m_pageviews`, its matching pageviews, the
- * column the join gives otherwise. `builtPages` (filters tested on the rows, every session of
- * the range): the built days to read from their builds, as found by the caller, and each row
- * with `m_pageviews`, `builtPages.pageviews` over a built row and 0 over any other.
- * Call within readRollup(), which gives `settled`.
+ * column the join gives otherwise. Call within readRollup(), which gives `settled`.
  */
 export async function rollupSessionRows(
   ch: ClickHouse,
@@ -285,7 +282,6 @@ export async function rollupSessionRows(
     matchedFrom,
     matched = [],
     matchedPageviews = false,
-    builtPages,
   }: {
     only?: Only;
     restrict?: (p: Params) => string;
@@ -294,7 +290,6 @@ export async function rollupSessionRows(
     matchedFrom?: 'events_by_name';
     matched?: string[];
     matchedPageviews?: boolean;
-    builtPages?: { days: PageDays; pageviews: string };
   } = {},
 ): Promise<string> {
   // Filters tested on the rows (row-filters.ts): no matching events to join, but the sessions
@@ -304,53 +299,35 @@ export async function rollupSessionRows(
   if (matchedPageviews && !(byRow && rowPageviewsApply(ch, common))) {
     throw new Error('matchedPageviews needs filters tested on the rows that name no path');
   }
-  if (
-    builtPages &&
-    !(byRow && !only && !restrict && settled && fields.every((f) => BUILT_FIELDS[f] !== undefined))
-  ) {
-    throw new Error('builtPages needs every session of the range, its filters tested on the rows');
-  }
   const edges = found
     ? narrowEdges(found, only)
     : await crossingSessions(ch, siteId, common, settled, only, restrict, withUnsure);
   const unsure = withUnsure
     ? (edges.unsure ?? (await unsureSessions(ch, siteId, common, settled, only, restrict)))
     : undefined;
-  // The row's columns, each field's from `column`; with `builtPages`, its pageviews' from
-  // `pageviews` (none but the built rows': 0).
-  const columns = (column: (f: SessionRowField) => string, pageviews = '0') =>
+  // The row's columns, each field's from `column`.
+  const columns = (column: (f: SessionRowField) => string) =>
     [
       'session_id',
       ...fields.map((f) => `${column(f)} AS s_${f}`),
       ...(matchedPageviews ? [`${column('pageviews')} AS m_pageviews`] : []),
-      ...(builtPages ? [`${pageviews} AS m_pageviews`] : []),
     ].join(', ');
   const select = (final: boolean) => columns((f) => SESSION_ROW_FIELDS[f].rollup(final));
   const computed = computedSessions(edges, unsure);
   // Filters tested on the rows, of every session of the range (not some listed or restricted),
   // and fields a build holds: the built days' sessions from their builds.
   const days =
-    builtPages?.days ??
-    (byRow && !only && !restrict && settled && fields.every((f) => BUILT_FIELDS[f] !== undefined)
+    byRow && !only && !restrict && settled && fields.every((f) => BUILT_FIELDS[f] !== undefined)
       ? await builtDays(ch, siteId, common, settled)
-      : undefined);
-  const built = days && { days, select: columns((f) => BUILT_FIELDS[f]!, builtPages?.pageviews) };
+      : undefined;
+  const built = days && { days, select: columns((f) => BUILT_FIELDS[f]!) };
   const rolled =
     byVisitorRows(p, siteId, common, fields, only, restrict, byRow, select) ??
     factRows(p, siteId, common, select, settled, { only, restrict, byRow, unsure, built });
   const rows =
     computed.ids.length === 0
       ? rolled
-      : crossingRows(
-          p,
-          siteId,
-          common,
-          fields,
-          computed,
-          rolled,
-          byRow,
-          matchedPageviews ? 'matched' : builtPages ? 'none' : undefined,
-        );
+      : crossingRows(p, siteId, common, fields, computed, rolled, byRow, matchedPageviews);
   if (common.filters.length === 0 || byRow) return rows;
   return `SELECT * FROM (${rows}) AS s
   INNER JOIN (${matchedSessions(p, siteId, common, matching?.(p), matched, matchedFrom)}) AS m USING session_id`;
@@ -517,8 +494,8 @@ function computedSessions(edges: Edges, unsure: Unsure | undefined): Computed {
 /**
  * `rolled` and the rows of sessions computed from their events in range (crossing sessions,
  * and with `byRow` the unsure ones), those with `byRow` kept when one of their events in range
- * matches every filter; with `pageviews`, each with `m_pageviews`: its pageviews in range that
- * match every filter (`matched`), or 0 (`none`).
+ * matches every filter; with `matchedPageviews`, each with `m_pageviews`, its pageviews in range
+ * that match every filter.
  */
 function crossingRows(
   p: Params,
@@ -528,17 +505,16 @@ function crossingRows(
   sessions: Computed,
   rolled: string,
   byRow: boolean,
-  pageviews: 'matched' | 'none' | undefined,
+  matchedPageviews: boolean,
 ): string {
   const near = sessions.near(p);
   // One condition, its values bound once, for both uses (an entry or exit page filter's set of
   // sessions is then one subquery).
-  const matches = byRow || pageviews === 'matched' ? matchesFilters(p, siteId, common) : '';
+  const matches = byRow || matchedPageviews ? matchesFilters(p, siteId, common) : '';
   const computed = [
     'session_id',
     ...fields.map((f) => `${SESSION_ROW_FIELDS[f].events} AS s_${f}`),
-    ...(pageviews === 'matched' ? [`countIf(type = 'pageview' AND ${matches}) AS m_pageviews`] : []),
-    ...(pageviews === 'none' ? ['0 AS m_pageviews'] : []),
+    ...(matchedPageviews ? [`countIf(type = 'pageview' AND ${matches}) AS m_pageviews`] : []),
   ].join(', ');
   return `${rolled}
   UNION ALL
