@@ -282,15 +282,24 @@ describe('distinct visitors from the days they have events on', () => {
       return sent;
     };
     const range = { startDate: '2026-03-01', endDate: '2026-03-31', timeZone: 'Europe/Berlin' };
-    expect(await read(range)).toBeGreaterThan(1);
-    // Only the parts are looked up.
-    expect(await read(range)).toBe(1);
-    // A new visitor of the range: a new part of its events' month and of its window.
-    const late = { ...stored[0]!, timestamp: '2026-03-20 10:00:00.000', user_id: '00000000000fe7e1' };
-    stored.push({ ...late, event_id: uuidv7FromSeed(2, 'a late visitor') });
-    await insertEvents(h.ch, [stored.at(-1)!]);
-    expect(await read(range)).toBeGreaterThan(1);
-    expect(await read(range)).toBe(1);
+    // The engine's own merges held meanwhile: one between two reads gives the parts new names,
+    // and the second read counts again, as it should.
+    const merges = (verb: 'STOP' | 'START') =>
+      Promise.all(['visitor_days', 'events'].map((t) => h.ch.command(`SYSTEM ${verb} MERGES ${t}`)));
+    await merges('STOP');
+    try {
+      expect(await read(range)).toBeGreaterThan(1);
+      // Only the parts are looked up.
+      expect(await read(range)).toBe(1);
+      // A new visitor of the range: a new part of its events' month and of its window.
+      const late = { ...stored[0]!, timestamp: '2026-03-20 10:00:00.000', user_id: '00000000000fe7e1' };
+      stored.push({ ...late, event_id: uuidv7FromSeed(2, 'a late visitor') });
+      await insertEvents(h.ch, [stored.at(-1)!]);
+      expect(await read(range)).toBeGreaterThan(1);
+      expect(await read(range)).toBe(1);
+    } finally {
+      await merges('START');
+    }
     // Merged: new parts, the same visitors, counted again.
     await h.ch.command('OPTIMIZE TABLE visitor_days FINAL');
     expect(await read(range)).toBeGreaterThan(1);
