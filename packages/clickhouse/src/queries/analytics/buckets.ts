@@ -21,7 +21,7 @@ import {
   quartersApply,
 } from './quarters';
 import { readRollup, rollupApplies, rollupSessionRows, rollupSessionsApply, type Settled } from './rollup';
-import { countedSessions, daysBetween, isoFromSeconds } from './shared';
+import { countedSessions, daysBetween, inSpans, isoFromSeconds, mergedSpans, type Span } from './shared';
 
 export const BUCKETS = ['minute', 'five_minutes', 'fifteen_minutes', 'hour', 'day', 'week', 'month'] as const;
 export type Bucket = (typeof BUCKETS)[number];
@@ -236,16 +236,13 @@ async function spannedBuckets(
   windows.catch(() => {});
   const p = new Params();
   const { rows, at } = await bucketedSessions(ch, p, siteId, common, bucket, settled);
-  const near = (await windows).map(
-    ([from, to]) =>
-      `timestamp BETWEEN ${p.bind("DateTime64(3, 'UTC')", from)} AND ${p.bind("DateTime64(3, 'UTC')", to)}`,
-  );
+  const near = await windows;
   const spanning =
     near.length === 0
       ? ''
       : `UNION ALL
          SELECT ${at('timestamp')} AS b, user_key AS k, 1 AS v, 0 AS started, 0 AS s_pv, 0 AS ms
-         FROM events WHERE ${whereClause(p, siteId, common, [`(${near.join(' OR ')})`])}`;
+         FROM events WHERE ${whereClause(p, siteId, common, [`(${inSpans(p, near)})`])}`;
   const sessions = await ch.query<SessionTotals & { b: number; users: number }>(
     `SELECT b, uniqExactIf(k, v) AS users, sum(started) AS sessions, sum(s_pv) AS session_pageviews,
        countIf(started = 1 AND s_pv = 1) AS bounces, sum(ms) AS duration_ms
@@ -288,9 +285,6 @@ async function bucketedSessions(
   return { rows, at: (t) => `toUnixTimestamp(${BUCKET_START[bucket](t, tz)})` };
 }
 
-/** A span of time, its first and last instant (DateTime64 text, UTC). */
-type Span = [string, string];
-
 /**
  * Spans of time that hold every event of the sessions overlapping the range whose events lie in
  * two buckets or more (a superset: the spans of every such session of the parts read), merged
@@ -317,7 +311,7 @@ async function spanningWindows(
     `SELECT '' AS part, ${spans} FROM session_facts FINAL
      WHERE ${[site, spanned, ...overlapping, exclude].join(' AND ')}
      GROUP BY ${at('session_start')}`;
-  if (!settled) return mergedSpans(await ch.query<PartSpan>(merged('1'), p.values));
+  if (!settled) return mergedSpans((await ch.query<PartSpan>(merged('1'), p.values)).map(spanOf));
   // Each settled part's spans kept, those not kept read in one statement with the merged ones.
   const missing: string[] = [];
   let readMissing!: (r: Promise<PartSpan[]>) => void;
@@ -327,7 +321,7 @@ async function spanningWindows(
   const kept = settled.parts.map((part) =>
     keptSpans.read(ch, JSON.stringify([siteId, common.timeZone, bucket, part]), () => {
       missing.push(part);
-      return read.then((rows) => rows.filter((r) => r.part === part).map((r): Span => [r.w_from, r.w_to]));
+      return read.then((rows) => rows.filter((r) => r.part === part).map(spanOf));
     }),
   );
   const unsettled = `_partition_id NOT IN ${p.bind('Array(String)', settled.partitions)}`;
@@ -346,28 +340,12 @@ async function spanningWindows(
   const parts = Promise.all(kept);
   parts.catch(() => {});
   const unsettledSpans = (await rows).filter((r) => r.part === '');
-  return mergedSpans([
-    ...unsettledSpans,
-    ...(await parts).flat().map(([w_from, w_to]) => ({ part: '', w_from, w_to })),
-  ]);
+  return mergedSpans([...unsettledSpans.map(spanOf), ...(await parts).flat()]);
 }
 
 type PartSpan = { part: string; w_from: string; w_to: string };
 
-/** Spans, sorted and merged where they overlap. */
-function mergedSpans(rows: PartSpan[]): Span[] {
-  const sorted = rows
-    .map((r): Span => [r.w_from, r.w_to])
-    .sort((a, b) => (a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : 0));
-  const out: Span[] = [];
-  for (const s of sorted) {
-    const last = out[out.length - 1];
-    if (last && s[0] <= last[1]) {
-      if (s[1] > last[1]) last[1] = s[1];
-    } else out.push([s[0], s[1]]);
-  }
-  return out;
-}
+const spanOf = (r: PartSpan): Span => [r.w_from, r.w_to];
 
 /**
  * The spans of the sessions spanning buckets of a settled part (spanningWindows), by the site,

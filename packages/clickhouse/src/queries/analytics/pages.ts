@@ -5,7 +5,7 @@ import { memo } from './memo';
 import { keyHash, listedSessionsLimit, type PageNames, pathHash, readPageNames } from './paths';
 import { type Settled, settledParts } from './rollup';
 import { rowFilterCondition, rowFiltersApply, UNSURE_ROW, unsureApply } from './row-filters';
-import { ADJACENT_EQUAL, addDays, NEXT_GAPS } from './shared';
+import { ADJACENT_EQUAL, addDays, inSpans, mergedSpans, NEXT_GAPS, type Span } from './shared';
 import {
   addCounts,
   emptyCounts,
@@ -385,36 +385,27 @@ export interface SessionPageRows {
  */
 const MAX_WINDOWS = 32;
 
-/** A window of time as the engine writes DateTime64(3, 'UTC'): first and last millisecond. */
-type Window = [string, string];
-
-const windowMs = (at: string) => Date.parse(`${at.replace(' ', 'T')}Z`);
+const spanMs = (at: string) => Date.parse(`${at.replace(' ', 'T')}Z`);
 
 /**
- * Windows covering every one of `spans`, overlapping ones joined, and past MAX_WINDOWS those
- * with the shortest gaps between them too (a window may then cover time no span does).
+ * Windows covering every one of `spans`, overlapping ones joined (mergedSpans), and past
+ * MAX_WINDOWS those with the shortest gaps between them too (a window may then cover time no
+ * span does).
  */
-export function coveringWindows(spans: Window[]): Window[] {
-  const sorted = [...spans].sort((a, b) => windowMs(a[0]) - windowMs(b[0]));
-  const joined: Window[] = [];
-  for (const [from, to] of sorted) {
-    const last = joined.at(-1);
-    if (last && windowMs(from) <= windowMs(last[1])) {
-      if (windowMs(to) > windowMs(last[1])) last[1] = to;
-    } else joined.push([from, to]);
-  }
+export function coveringWindows(spans: Span[]): Span[] {
+  const joined = mergedSpans(spans);
   if (joined.length <= MAX_WINDOWS) return joined;
   // The gaps kept: the widest MAX_WINDOWS - 1 (ties by place, so the result is one).
   const gaps = joined
     .slice(1)
-    .map((w, i) => ({ i, gap: windowMs(w[0]) - windowMs(joined[i]![1]) }))
+    .map((w, i) => ({ i, gap: spanMs(w[0]) - spanMs(joined[i]![1]) }))
     .sort((a, b) => b.gap - a.gap || a.i - b.i)
     .slice(0, MAX_WINDOWS - 1)
     .map((g) => g.i)
     .sort((a, b) => a - b);
   let start = 0;
   return [...gaps, joined.length - 1].map((end) => {
-    const w: Window = [joined[start]![0], joined[end]![1]];
+    const w: Span = [joined[start]![0], joined[end]![1]];
     start = end + 1;
     return w;
   });
@@ -439,7 +430,7 @@ async function otherSpans(
   siteId: number,
   common: CommonParams,
   days: PageDays,
-): Promise<Window[]> {
+): Promise<Span[]> {
   const p = new Params();
   const { from, to } = rangeBounds(p, common);
   const rows = await ch.query<{ start: string; end: string }>(
@@ -513,7 +504,7 @@ export async function sessionPageRows(
   // The times the other sessions' events lie in: the exceptions' spans (wholly inside the range,
   // as their builds' are) and the other partitions' (otherSpans).
   const windows = coveringWindows([
-    ...listed.ids.map((_, i): Window => [listed.starts[i]!, listed.ends[i]!]),
+    ...listed.ids.map((_, i): Span => [listed.starts[i]!, listed.ends[i]!]),
     ...spans,
   ]);
   const builtDays = days.partitions.map(String);
@@ -523,14 +514,9 @@ export async function sessionPageRows(
     passing: full?.map((h) => Number(h >> 16n)),
     restrict: (p) =>
       `(_partition_id NOT IN ${p.bind('Array(String)', builtDays)} OR session_id IN ${p.bind('Array(UUID)', ids)})`,
-    matching: (p) => {
-      const times = windows.map(
-        ([from, to]) =>
-          `timestamp BETWEEN ${p.bind("DateTime64(3, 'UTC')", from)} AND ${p.bind("DateTime64(3, 'UTC')", to)}`,
-      );
-      return `(toYYYYMMDD(UUIDv7ToDateTime(session_id)) NOT IN ${p.bind('Array(UInt32)', days.partitions)}
-        OR session_id IN ${p.bind('Array(UUID)', ids)}) AND (${times.join(' OR ') || '0'})`;
-    },
+    matching: (p) =>
+      `(toYYYYMMDD(UUIDv7ToDateTime(session_id)) NOT IN ${p.bind('Array(UInt32)', days.partitions)}
+        OR session_id IN ${p.bind('Array(UUID)', ids)}) AND (${inSpans(p, windows)})`,
   };
 }
 

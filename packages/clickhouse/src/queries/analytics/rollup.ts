@@ -10,6 +10,7 @@ import {
 } from './row-filters';
 import {
   EVENT_ORDER,
+  inSpans,
   matchesFilters,
   matchingEvents,
   rangeEnded,
@@ -484,10 +485,7 @@ function computedSessions(edges: Edges, unsure: Unsure | undefined): Computed {
   if (!unsure || unsure.ids.length === 0) return { ids: edges.ids, near: edgeWindows(edges) };
   return {
     ids: [...edges.ids, ...unsure.ids].sort(),
-    near: (p) => [
-      ...edgeWindows(edges)(p),
-      `timestamp BETWEEN ${p.bind("DateTime64(3, 'UTC')", unsure.from)} AND ${p.bind("DateTime64(3, 'UTC')", unsure.until)}`,
-    ],
+    near: (p) => [...edgeWindows(edges)(p), inSpans(p, [[unsure.from, unsure.until]])],
   };
 }
 

@@ -9,6 +9,33 @@ import {
 
 export { EVENT_ORDER, eventOrderKey, orderMs } from '../builder';
 
+/** A span of time: its first and last instant, as the engine writes DateTime64(3, 'UTC'). */
+export type Span = [string, string];
+
+/**
+ * Spans sorted and joined where they overlap or touch (that text orders as the instants do).
+ */
+export function mergedSpans(spans: Span[]): Span[] {
+  const sorted = [...spans].sort((a, b) => (a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : 0));
+  const out: Span[] = [];
+  for (const [from, to] of sorted) {
+    const last = out.at(-1);
+    if (last && from <= last[1]) {
+      if (to > last[1]) last[1] = to;
+    } else out.push([from, to]);
+  }
+  return out;
+}
+
+/** A condition on events: their time in one of `spans` (none: false). */
+export const inSpans = (p: Params, spans: Span[]) =>
+  spans
+    .map(
+      ([from, to]) =>
+        `timestamp BETWEEN ${p.bind("DateTime64(3, 'UTC')", from)} AND ${p.bind("DateTime64(3, 'UTC')", to)}`,
+    )
+    .join(' OR ') || '0';
+
 /**
  * Hours back from the end of a range that the newest-first lists (sessions, goal sessions,
  * users by last seen) look at first, widening until a page fills.
