@@ -1,4 +1,5 @@
 import { benchDashboard } from './dashboard';
+import { benchForms } from './forms';
 import { benchIngest } from './ingest';
 import { benchProfile } from './profile';
 import { benchQuery } from './query';
@@ -7,6 +8,7 @@ import { benchStatement } from './statement';
 const [what, ...args] = process.argv.slice(2);
 const benches: Record<string, (args: string[]) => Promise<void>> = {
   dashboard: benchDashboard,
+  forms: benchForms,
   ingest: benchIngest,
   profile: benchProfile,
   query: benchQuery,

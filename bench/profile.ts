@@ -37,7 +37,7 @@ async function timeOf(run: () => Promise<unknown>): Promise<number> {
 }
 
 /** Time and the process's CPU time (user and system, every thread) of `run`, in milliseconds. */
-async function timesOf(run: () => Promise<unknown>): Promise<{ ms: number; cpuMs: number }> {
+export async function timesOf(run: () => Promise<unknown>): Promise<{ ms: number; cpuMs: number }> {
   const cpu = process.cpuUsage();
   const t = performance.now();
   await run();
