@@ -7,6 +7,7 @@ import {
   generateEvents,
   insertEvents,
   LOCAL_SUFFIX,
+  pathBits,
   type StoredEvent,
 } from '@trackhouse/clickhouse';
 import { uuidv7FromSeed } from '@trackhouse/core';
@@ -37,7 +38,13 @@ const FILTERS: Filter[][] = [
   // The session whose country changes: its first event is in the US and it has a pricing
   // page, but no one event is both; counted only from its events.
   [f('country', 'equals', 'US'), f('pathname', 'contains', 'pricing')],
+  // Paths of MANY_DAY with bits of their own (pricing, some of the /many/ ones) and without.
+  [f('country', 'equals', 'US', 'DE'), f('pathname', 'contains', 'many/1', 'pricing')],
 ];
+
+/** A day with more distinct paths than a build gives bits (0027): 70 sessions of a path each. */
+const MANY_DAY = 20260609;
+const MANY = 70;
 
 beforeAll(async () => {
   h = await createQueryHarness({ QUERY_RATE_LIMIT_MAX: '1000000' });
@@ -52,7 +59,12 @@ beforeAll(async () => {
       tieRate: 0.1,
     }),
   ];
-  events = [...generated, ...movingSession(generated[0]!), ...sharedTitleSession(generated[0]!)];
+  events = [
+    ...generated,
+    ...movingSession(generated[0]!),
+    ...sharedTitleSession(generated[0]!),
+    ...manyPathSessions(generated[0]!),
+  ];
   await insertEvents(h.ch, events);
   await compactSessionDays(h.ch, new Date('2027-01-01T00:00:00Z'));
 }, 120_000);
@@ -61,6 +73,30 @@ afterAll(async () => {
   await h.close();
 });
 
+/** A pageview like `like` at `at` (ms) in session `sessionId` of `userId`, its id seeded by `seed`. */
+function pageviewAt(
+  like: StoredEvent,
+  at: number,
+  sessionId: string,
+  userId: string,
+  seed: string,
+  fields: Partial<StoredEvent>,
+): StoredEvent {
+  const iso = new Date(at).toISOString();
+  return {
+    ...like,
+    timestamp: `${iso.slice(0, 10)} ${iso.slice(11, 23)}`,
+    event_id: uuidv7FromSeed(at, seed),
+    session_id: sessionId,
+    user_id: userId,
+    type: 'pageview',
+    event_name: '',
+    properties: '{}',
+    props: {},
+    ...fields,
+  };
+}
+
 /** A session of 7 June that starts in the US on a docs page and ends in France on the pricing page. */
 function movingSession(like: StoredEvent): StoredEvent[] {
   const start = Date.parse('2026-06-07T10:00:00Z');
@@ -68,22 +104,12 @@ function movingSession(like: StoredEvent): StoredEvent[] {
   return [
     ['US', '/docs/intro'],
     ['FR', '/pricing'],
-  ].map(([country, pathname], i) => {
-    const iso = new Date(start + i * 60_000).toISOString();
-    return {
-      ...like,
-      timestamp: `${iso.slice(0, 10)} ${iso.slice(11, 23)}`,
-      event_id: uuidv7FromSeed(start + i * 60_000, `moving ${i}`),
-      session_id: sessionId,
-      user_id: '00000000000000c0',
-      type: 'pageview',
-      event_name: '',
-      properties: '{}',
-      props: {},
+  ].map(([country, pathname], i) =>
+    pageviewAt(like, start + i * 60_000, sessionId, '00000000000000c0', `moving ${i}`, {
       country: country!,
       pathname: pathname!,
-    };
-  });
+    }),
+  );
 }
 
 /**
@@ -93,25 +119,34 @@ function movingSession(like: StoredEvent): StoredEvent[] {
 function sharedTitleSession(like: StoredEvent): StoredEvent[] {
   const start = Date.parse('2026-06-08T09:00:00Z');
   const sessionId = uuidv7FromSeed(start, 'shared title session');
-  return ['/docs/a', '/docs/b', '/pricing'].map((pathname, i) => {
-    const iso = new Date(start + i * 30_000).toISOString();
-    return {
-      ...like,
-      timestamp: `${iso.slice(0, 10)} ${iso.slice(11, 23)}`,
-      event_id: uuidv7FromSeed(start + i * 30_000, `shared title ${i}`),
-      session_id: sessionId,
-      user_id: '00000000000000c1',
-      type: 'pageview',
-      event_name: '',
-      properties: '{}',
-      props: {},
+  return ['/docs/a', '/docs/b', '/pricing'].map((pathname, i) =>
+    pageviewAt(like, start + i * 30_000, sessionId, '00000000000000c1', `shared title ${i}`, {
       country: 'US',
       pathname,
       page_title: SHARED_TITLE,
-    };
-  });
+    }),
+  );
 }
 const SHARED_TITLE = 'One title for three pages';
+
+/**
+ * MANY sessions of MANY_DAY in the US, the i-th with one pageview of `/many/i` (and, the even
+ * ones, a second of the pricing page): the day then has more paths than bits.
+ */
+function manyPathSessions(like: StoredEvent): StoredEvent[] {
+  const start = Date.parse('2026-06-09T08:00:00Z');
+  return Array.from({ length: MANY }, (_, i) => {
+    const at = start + i * 120_000;
+    const sessionId = uuidv7FromSeed(at, `many paths ${i}`);
+    const userId = `00000000000001${i.toString(16).padStart(2, '0')}`;
+    return [`/many/${i}`, ...(i % 2 === 0 ? ['/pricing'] : [])].map((pathname, j) =>
+      pageviewAt(like, at + j * 10_000, sessionId, userId, `many paths ${i} ${j}`, {
+        country: 'US',
+        pathname,
+      }),
+    );
+  }).flat();
+}
 
 type Answer = { data: { value: string; count: number; pageviews: number }[]; totalCount: number };
 
@@ -141,10 +176,11 @@ const insertBuiltSession = (day: number, title: string, build = '', site = tenan
   h.ch
     .command(
       `INSERT INTO session_pages_by_country (site_id, partition, build_id, session_id, session_start, session_end,
-       first_event, paths, constants_low, constants_high, pageviews, tied, unsure, page_hashes, page_counts,
+       first_event, paths, path_bits, constants_low, constants_high, pageviews, tied, unsure, page_hashes, page_counts,
        title_paths, titles, title_hash_counts, entry_hash, entry_gap, exit_hash, exit_gap)
      SELECT site_id, partition, if({b:String} = '', build_id, toUUID({b:String})), generateUUIDv7(),
-       span_start, span_start, tuple('US', '', '', '', '', '', '', '', ''), [cityHash64('/pricing')], 1, 1,
+       span_start, span_start, tuple('US', '', '', '', '', '', '', '', ''), [cityHash64('/pricing')],
+       ${pathBits("[cityHash64('/pricing')]", 'bit_paths')}, 1, 1,
        1000000, 0, 0, [bitShiftRight(cityHash64('/pricing'), 16)], [bitShiftLeft(toUInt64(1000000), 40)],
        [bitShiftRight(cityHash64('/pricing'), 16)], [{t:String}],
        [bitShiftLeft(bitShiftRight(cityHash64({t:String}), 16), 16) + 60000],
@@ -426,8 +462,8 @@ describe.skipIf(TEST_CLICKHOUSE === 'cluster')('filtered pages and goals from se
   });
 
   // Layout 0 as migration 0021 finds builds, 2 as 0025 does (its rows were in `session_pages`),
-  // 3 as 0026 does (its rows without their visitors).
-  it.each([0, 2, 3])(
+  // 3 as 0026 does (its rows without their visitors), 4 as 0027 does (without their path bits).
+  it.each([0, 2, 3, 4])(
     'never reads a build of an earlier layout (%i), and builds its day anew',
     async (layout) => {
       const day = 20260605;
@@ -471,6 +507,42 @@ describe.skipIf(TEST_CLICKHOUSE === 'cluster')('filtered pages and goals from se
       expect(current[0]?.build).not.toBe(old);
     },
   );
+
+  it('tests a day of more paths than bits by its bits where a path has one, by the paths where not', async () => {
+    const filters = FILTERS[4]!;
+    // Built by the answer; then the day's build gives bits to 63 of its paths only, some of the
+    // filter's passing paths among them and some not, and its rows with other paths flag them.
+    expect(await metric('pathname', filters)).toMatchObject({ status: 200 });
+    const [build] = await h.ch.query<{ bits: string[]; flagged: number; sessions: number }>(
+      `SELECT any(arrayMap(x -> toString(x), b.bit_paths)) AS bits,
+         countIf(bitTest(r.path_bits, 63)) AS flagged, count() AS sessions
+       FROM session_pages_by_country AS r
+       INNER JOIN (SELECT build_id, bit_paths FROM session_pages_builds FINAL
+         WHERE site_id = {s:UInt32} AND partition = {d:UInt32} AND layout = 5) AS b USING build_id
+       WHERE r.site_id = {s:UInt32} AND r.partition = {d:UInt32}`,
+      { s: tenant.siteId, d: MANY_DAY },
+    );
+    expect(build?.bits).toHaveLength(63);
+    expect(Number(build?.flagged)).toBeGreaterThan(0);
+    const hashes = await h.ch.query<{ path: string; h: string }>(
+      `SELECT pathname AS path, toString(cityHash64(pathname)) AS h FROM site_paths FINAL
+       WHERE site_id = {s:UInt32} AND (pathname = '/pricing' OR startsWith(pathname, '/many/1'))`,
+      { s: tenant.siteId },
+    );
+    const withBit = hashes.filter((r) => build?.bits.includes(r.h)).map((r) => r.path);
+    expect(withBit).toContain('/pricing');
+    expect(withBit.length).toBeGreaterThan(1);
+    expect(withBit.length).toBeLessThan(hashes.length);
+    // Counted from the bits and the paths alike, as the events count them.
+    await totalsMatch(filters);
+    for (const parameter of PAGES) {
+      expect({ parameter, ...(await metric(parameter, filters)).body.data }).toEqual({
+        parameter,
+        ...expected(parameter, filters),
+      });
+    }
+    expect(await goalList(filters)).toEqual(expectedGoals(filters));
+  });
 
   it('reads titles that share a hash from their events, each counted apart', async () => {
     // Two titles whose cityHash64 share their top 48 bits, each on one session's pricing page.
@@ -603,7 +675,7 @@ function titledSession(like: StoredEvent, start: number, title: string, pageview
   });
 }
 
-it('holds titles as hashes, unsure sessions flagged, attributes as dictionaries, builds by layout, rows by country, their visitors (0021-0026)', async () => {
+it('holds titles as hashes, unsure sessions flagged, attributes as dictionaries, builds by layout, rows by country, their visitors, their paths as bits (0021-0027)', async () => {
   const columns = async (table: string) =>
     new Map(
       (
@@ -620,7 +692,13 @@ it('holds titles as hashes, unsure sessions flagged, attributes as dictionaries,
   // with each session's visitor after its end (0026).
   const earlier = [...(await columns('session_pages'))];
   const end = earlier.findIndex(([name]) => name === 'session_end') + 1;
-  expect([...pages]).toEqual([...earlier.slice(0, end), ['user_key', 'UInt64'], ...earlier.slice(end)]);
+  // And each session's paths as bits (0027), last.
+  expect([...pages]).toEqual([
+    ...earlier.slice(0, end),
+    ['user_key', 'UInt64'],
+    ...earlier.slice(end),
+    ['path_bits', 'UInt64'],
+  ]);
   const [table] = await h.ch.query<{ key: string }>(
     `SELECT sorting_key AS key FROM system.tables WHERE database = currentDatabase() AND name = {t:String}`,
     { t: h.ch.cluster ? `session_pages_by_country${LOCAL_SUFFIX}` : 'session_pages_by_country' },
@@ -629,6 +707,6 @@ it('holds titles as hashes, unsure sessions flagged, attributes as dictionaries,
   // Every attribute of the first event, and only those, dictionary-encoded.
   expect(pages.get('first_event')?.match(/LowCardinality\(String\)/g)).toHaveLength(9);
   expect([...(await columns('session_pages_builds')).keys()]).toEqual(
-    expect.arrayContaining(['title_names', 'layout']),
+    expect.arrayContaining(['title_names', 'layout', 'bit_paths']),
   );
 });

@@ -8,6 +8,7 @@ export * from './live';
 export { forgetKeptReads } from './memo';
 export * from './metric';
 export * from './overview';
+export { pathBits } from './pages';
 export * from './performance';
 export * from './replay';
 export * from './retention';

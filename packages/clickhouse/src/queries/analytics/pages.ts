@@ -56,10 +56,13 @@ const MAX_BUILT_DAYS = 7;
 /**
  * The layout of the builds this code writes and reads (0021: titles as hashes with their counts,
  * named by the build; 0022: the unsure sessions flagged; 0025: the rows in
- * `session_pages_by_country`, where layout 2's are in `session_pages`; 0026: each row's visitor);
- * a build of another is never read, its day built anew.
+ * `session_pages_by_country`, where layout 2's are in `session_pages`; 0026: each row's visitor;
+ * 0027: each row's paths as bits); a build of another is never read, its day built anew.
  */
-const LAYOUT = 4;
+const LAYOUT = 5;
+
+/** The paths of a day that get a bit of their own in `path_bits` (0027); bit 63 stands for the others. */
+const BIT_PATHS = 63;
 
 /** The bits of a title's pageviews in `title_hash_counts`, below the title's hash (0021). */
 const TITLE_COUNT_BITS = 16;
@@ -79,6 +82,8 @@ export const sessionPagesApply = (ch: ClickHouse, common: CommonParams) =>
 export interface PageDays {
   partitions: number[];
   builds: string[];
+  /** Per build, the path hashes of its rows' bits 0-62 (`bit_paths`, 0027). */
+  bitPaths: bigint[][];
 }
 
 /** A settled day of both rollups: its partition and the part of each. */
@@ -133,14 +138,19 @@ async function storedBuilds(
   siteId: number,
   common: CommonParams,
   days: SettledDay[],
-): Promise<{ built: Map<number, { build: string; inside: boolean }>; unbuilt: number[] }> {
+): Promise<{
+  built: Map<number, { build: string; inside: boolean; bitPaths: bigint[] }>;
+  unbuilt: number[];
+}> {
   const p = new Params();
   const { from, to } = rangeBounds(p, common);
   const inside = (start: string, end: string) =>
     [from && `${start} >= ${from}`, to && `${end} < ${to}`].filter(Boolean).join(' AND ') || '1';
   const site = p.bind('UInt32', siteId);
-  const rows = await ch.query<{ partition: number; build: string; inside: number }>(
-    `SELECT partition, any(build_id) AS build, any(${inside('span_start', 'span_end')}) AS inside
+  // The bits' paths as text: the embedded engine gives 64-bit numbers as JSON numbers.
+  const rows = await ch.query<{ partition: number; build: string; inside: number; bits: string[] }>(
+    `SELECT partition, any(build_id) AS build, any(${inside('span_start', 'span_end')}) AS inside,
+       any(arrayMap(h -> toString(h), bit_paths)) AS bits
      FROM session_pages_builds
      WHERE site_id = ${site}
        AND concat(toString(partition), '/', facts_part, '/', paths_part) IN ${p.bind('Array(String)', days.map(buildKey))}
@@ -149,7 +159,10 @@ async function storedBuilds(
     p.values,
   );
   const built = new Map(
-    rows.map((r) => [Number(r.partition), { build: String(r.build), inside: Number(r.inside) === 1 }]),
+    rows.map((r) => [
+      Number(r.partition),
+      { build: String(r.build), inside: Number(r.inside) === 1, bitPaths: r.bits.map((h) => BigInt(h)) },
+    ]),
   );
   // As for the summaries, partition days must be UTC days (the engine in UTC): a day is built
   // once it ended an hour ago (a day still receiving events would be built again at every
@@ -168,22 +181,75 @@ async function storedBuilds(
 }
 
 /**
+ * `path_bits` (0027) of a row whose path hashes are `paths`, its build's bit paths `top`: bit i
+ * for `top`'s i-th path, bit 63 for any path not in it. The expression, and not a number
+ * computed here, so that a test can give its own rows their bits.
+ */
+export const pathBits = (paths: string, top: string) =>
+  `arrayReduce('groupBitOr', arrayMap(x -> toUInt64(if(has(${top}, x),
+     bitShiftLeft(toUInt64(1), toUInt8(indexOf(${top}, x) - 1)), bitShiftLeft(toUInt64(1), 63))), ${paths}))`;
+
+/**
+ * The condition on a row of the builds of `days` that its session holds one of the `passing`
+ * path hashes: a bit of its build's passing bit paths (one number per build, a constant where
+ * all builds give the same), or bit 63 and a passing path in its `paths`, tested only in the
+ * builds a passing path lies outside the bit paths of (a build of fewer than 63 paths has every
+ * path of its day among them). The `paths` array is then read only for those; with the bench's
+ * path filter, never (docs/benchmarks.md).
+ */
+export function builtPathTest(p: Params, days: PageDays, passing: bigint[]): string {
+  const set = new Set(passing);
+  const masks = days.bitPaths.map((top) =>
+    top.reduce((mask, h, i) => (set.has(h) ? mask | (1n << BigInt(i)) : mask), 0n),
+  );
+  const outside = days.partitions.filter((_, i) => {
+    const top = new Set(days.bitPaths[i]);
+    return top.size === BIT_PATHS && [...set].some((h) => !top.has(h));
+  });
+  const mask = masks.every((m) => m === masks[0])
+    ? p.bind('UInt64', masks[0] ?? 0n)
+    : `transform(partition, ${p.bind('Array(UInt32)', days.partitions)}, ${p.bind('Array(UInt64)', masks)}, toUInt64(0))`;
+  const rest =
+    outside.length === 0
+      ? ''
+      : ` OR (bitTest(path_bits, 63) AND partition IN ${p.bind('Array(UInt32)', outside)}
+          AND arrayExists(x -> x IN ${p.bind('Array(UInt64)', passing)}, paths))`;
+  return `(bitAnd(path_bits, ${mask}) != 0${rest})`;
+}
+
+/**
  * Builds one settled day of a site: its sessions' rows from the day's two parts, then the row
  * naming the build (its span and sessions counted from the rows stored).
  */
 async function buildDay(ch: ClickHouse, siteId: number, d: SettledDay): Promise<void> {
   const build = randomUUID();
-  const values = { site: siteId, day: d.day, build, facts: d.facts, paths: d.paths };
+  // The day's paths that get a bit of their own: those most of its sessions hold (as text: the
+  // embedded engine gives 64-bit numbers as JSON numbers).
+  const top = await ch.query<{ h: string }>(
+    `SELECT toString(h) AS h FROM (
+       SELECT arrayJoin(paths) AS h, count() AS n FROM session_facts
+       WHERE site_id = {site:UInt32} AND _part = {facts:String} GROUP BY h)
+     ORDER BY n DESC, h ASC LIMIT ${BIT_PATHS}`,
+    { site: siteId, facts: d.facts },
+  );
+  const values = {
+    site: siteId,
+    day: d.day,
+    build,
+    facts: d.facts,
+    paths: d.paths,
+    top: top.map((r) => BigInt(r.h)),
+  };
   const hash = keyHash('x');
   await ch.command(
     `INSERT INTO session_pages_by_country (site_id, partition, build_id, session_id, session_start, session_end,
-       user_key, first_event, paths, constants_low, constants_high, pageviews, tied, unsure, page_hashes, page_counts,
-       title_paths, titles, title_hash_counts, entry_hash, entry_gap, exit_hash, exit_gap)
+       user_key, first_event, paths, path_bits, constants_low, constants_high, pageviews, tied, unsure, page_hashes,
+       page_counts, title_paths, titles, title_hash_counts, entry_hash, entry_gap, exit_hash, exit_gap)
      SELECT f.site_id, {day:UInt32}, {build:UUID}, f.session_id, f.session_start, f.session_end, f.user_key,
        (f.first_event.country, f.first_event.region, f.first_event.city, f.first_event.browser,
         f.first_event.browser_version, f.first_event.operating_system, f.first_event.operating_system_version,
         f.first_event.device_type, f.first_event.language),
-       f.paths, f.constants_low, f.constants_high,
+       f.paths, ${pathBits('f.paths', '{top:Array(UInt64)}')}, f.constants_low, f.constants_high,
        f.pvs, s.tied OR s.overflows OR ti.title_overflows OR s.pvs != f.pvs, ${UNSURE_ROW},
        s.page_hashes, s.page_counts,
        ti.title_paths, ti.titles, ti.title_hash_counts,
@@ -230,10 +296,10 @@ async function buildDay(ch: ClickHouse, siteId: number, d: SettledDay): Promise<
   );
   await ch.command(
     `INSERT INTO session_pages_builds (site_id, partition, facts_part, paths_part, build_id, span_start, span_end,
-       sessions, title_names, layout)
+       sessions, title_names, layout, bit_paths)
      SELECT {site:UInt32}, {day:UInt32}, {facts:String}, {paths:String}, {build:UUID},
        if(count() = 0, toDateTime64(0, 3, 'UTC'), min(session_start)), if(count() = 0, toDateTime64(0, 3, 'UTC'), max(session_end)), count(),
-       arraySort(groupUniqArrayArray(titles)), ${LAYOUT}
+       arraySort(groupUniqArrayArray(titles)), ${LAYOUT}, {top:Array(UInt64)}
      FROM session_pages_by_country WHERE site_id = {site:UInt32} AND partition = {day:UInt32} AND build_id = {build:UUID}`,
     values,
   );
@@ -299,7 +365,13 @@ export async function pageDays(
     () => readPageDays(ch, siteId, common, days),
     (r) => r.complete,
   );
-  return found.days && { partitions: [...found.days.partitions], builds: [...found.days.builds] };
+  return (
+    found.days && {
+      partitions: [...found.days.partitions],
+      builds: [...found.days.builds],
+      bitPaths: [...found.days.bitPaths],
+    }
+  );
 }
 
 /**
@@ -333,7 +405,11 @@ async function readPageDays(
   const usable = [...built.entries()].filter(([, b]) => b.inside);
   if (usable.length === 0) return { days: undefined, complete };
   return {
-    days: { partitions: usable.map(([day]) => day), builds: usable.map(([, b]) => b.build) },
+    days: {
+      partitions: usable.map(([day]) => day),
+      builds: usable.map(([, b]) => b.build),
+      bitPaths: usable.map(([, b]) => b.bitPaths),
+    },
     complete,
   };
 }
@@ -444,6 +520,30 @@ async function otherSpans(
   return rows.map((r) => [r.start, r.end]);
 }
 
+/**
+ * The hashes (cityHash64) of the site's paths that pass every path filter of `common`, tested
+ * once per distinct path of the site: undefined without a path filter, null past
+ * MAX_MATCHING_PATHS (the answer then reads as before). Read as text: the embedded engine gives
+ * 64-bit numbers as JSON numbers.
+ */
+export async function passingPaths(
+  ch: ClickHouse,
+  siteId: number,
+  common: CommonParams,
+): Promise<bigint[] | null | undefined> {
+  const pathFilters = common.filters.filter((f) => f.parameter === 'pathname');
+  if (pathFilters.length === 0) return undefined;
+  const q = new Params();
+  const [found] = await ch.query<{ hashes: string[]; n: number }>(
+    `SELECT groupArray(${MAX_MATCHING_PATHS})(toString(cityHash64(pathname))) AS hashes, count() AS n
+     FROM site_paths WHERE site_id = ${q.bind('UInt32', siteId)}
+       AND ${pathFilters.map((f) => `(${matchAny(q, 'pathname', f.type, f.value)})`).join(' AND ')}`,
+    q.values,
+  );
+  if (!found || Number(found.n) > MAX_MATCHING_PATHS) return null;
+  return found.hashes.map((h) => BigInt(h));
+}
+
 /** The rows of `days` (pageDays) as SessionPageRows says, for a filtered answer. */
 export async function sessionPageRows(
   ch: ClickHouse,
@@ -462,16 +562,13 @@ export async function sessionPageRows(
   };
   const e = new Params();
   const limit = listedSessionsLimit(ch);
-  const pathFilters = common.filters.filter((f) => f.parameter === 'pathname');
-  // The paths that pass every path filter, tested once per distinct path of the site and bound
-  // as constant sets: the engine tests an array element against a constant with a hash set,
-  // against a subquery's array one by one (filtered pathnames 280-330 against 395-510 ms at 10 M
-  // events), and the rows' `paths` against a constant set faster than against the row filters'
-  // subquery (the filtered pathnames' and page titles' statement 251 against 270 and 215 against
-  // 236 ms). Past MAX_MATCHING_PATHS, the answer reads as before. Found beside the exceptions.
-  const q = new Params();
+  // The paths that pass every path filter (passingPaths), bound as constant sets: the engine
+  // tests an array element against a constant with a hash set, against a subquery's array one by
+  // one (filtered pathnames 280-330 against 395-510 ms at 10 M events). The rows' paths are
+  // tested by their bits (builtPathTest). Past MAX_MATCHING_PATHS, the answer reads as before.
+  // Found beside the exceptions.
   const listedLimit = Math.max(1, Math.floor(limit));
-  const [[listed], found, spans] = await Promise.all([
+  const [[listed], full, spans] = await Promise.all([
     keptExceptions.read(
       ch,
       JSON.stringify([siteId, days.partitions, days.builds, unsureApply(ch, common), limit]),
@@ -484,22 +581,11 @@ export async function sessionPageRows(
           e.values,
         ),
     ),
-    pathFilters.length === 0
-      ? undefined
-      : ch
-          .query<{ hashes: string[]; n: number }>(
-            `SELECT groupArray(${MAX_MATCHING_PATHS})(toString(cityHash64(pathname))) AS hashes, count() AS n
-             FROM site_paths WHERE site_id = ${q.bind('UInt32', siteId)}
-               AND ${pathFilters.map((f) => `(${matchAny(q, 'pathname', f.type, f.value)})`).join(' AND ')}`,
-            q.values,
-          )
-          .then((r) => r[0]),
+    passingPaths(ch, siteId, common),
     otherSpans(ch, siteId, common, days),
   ]);
   if (!listed || Number(listed.n) > limit) return undefined;
-  if (found && Number(found.n) > MAX_MATCHING_PATHS) return undefined;
-  // The 64-bit hashes as text (exact), the 48 bits of the keys' hashes (pathHash) from them.
-  const full = found?.hashes.map((h) => BigInt(h));
+  if (full === null) return undefined;
   const ids = [...listed.ids].sort();
   // The times the other sessions' events lie in: the exceptions' spans (wholly inside the range,
   // as their builds' are) and the other partitions' (otherSpans).
@@ -510,7 +596,7 @@ export async function sessionPageRows(
   const builtDays = days.partitions.map(String);
   return {
     counted: (p) =>
-      `${rows(p, true)} AND ${rowFilterCondition(p, 'session_pages_by_country', siteId, common, full && p.bind('Array(UInt64)', full))(false)}`,
+      `${rows(p, true)} AND ${rowFilterCondition(p, 'session_pages_by_country', siteId, common, full && builtPathTest(p, days, full))(false)}`,
     passing: full?.map((h) => Number(h >> 16n)),
     restrict: (p) =>
       `(_partition_id NOT IN ${p.bind('Array(String)', builtDays)} OR session_id IN ${p.bind('Array(UUID)', ids)})`,

@@ -73,7 +73,7 @@ export function rowFilterCondition(
   rows: SessionRows,
   siteId: number,
   common: CommonParams,
-  passingPaths?: string,
+  pathTest?: string,
 ): (final: boolean) => string {
   // Values bound once: the two forms of a read (settled parts, merged ones) share them, and the
   // paths' subquery is then one and the same text.
@@ -85,15 +85,13 @@ export function rowFilterCondition(
     .map((f) => `(${matchAny(p, 'pathname', f.type, f.value)})`);
   // `IN` a subquery tests each element against a hash set built once; `hasAny` against the
   // subquery's array took 12-13 ms more of a filtered overview or pathname breakdown at 10 M
-  // events (docs/benchmarks.md). `passingPaths`, the passing paths' hashes as a bound constant
-  // set where the caller has read them already, takes the subquery's place.
+  // events (docs/benchmarks.md). `pathTest`, the test of a built row's path bits where the
+  // caller has read the passing paths already (pages.ts, builtPathTest), takes its place.
   const passing =
     paths.length > 0
-      ? `arrayExists(x -> x IN ${
-          passingPaths ??
-          `(SELECT cityHash64(pathname) FROM site_paths
-      WHERE site_id = ${p.bind('UInt32', siteId)} AND ${paths.join(' AND ')})`
-        }, paths)`
+      ? (pathTest ??
+        `arrayExists(x -> x IN (SELECT cityHash64(pathname) FROM site_paths
+      WHERE site_id = ${p.bind('UInt32', siteId)} AND ${paths.join(' AND ')}), paths)`)
       : undefined;
   return (final) =>
     [...attributes.map((forms) => forms[final ? 1 : 0]!), ...(passing ? [passing] : [])].join(' AND ') || '1';
