@@ -223,13 +223,16 @@ export function builtPathTest(p: Params, days: PageDays, passing: bigint[]): str
  */
 async function buildDay(ch: ClickHouse, siteId: number, d: SettledDay): Promise<void> {
   const build = randomUUID();
-  // The day's paths that get a bit of their own: those most of its sessions hold (as text: the
-  // embedded engine gives 64-bit numbers as JSON numbers).
+  // The day's paths that get a bit of their own: those most of its sessions hold, their bits in
+  // the order of their hashes, so that days of the same paths give a filter the same mask (as
+  // text: the embedded engine gives 64-bit numbers as JSON numbers).
   const top = await ch.query<{ h: string }>(
     `SELECT toString(h) AS h FROM (
-       SELECT arrayJoin(paths) AS h, count() AS n FROM session_facts
-       WHERE site_id = {site:UInt32} AND _part = {facts:String} GROUP BY h)
-     ORDER BY n DESC, h ASC LIMIT ${BIT_PATHS}`,
+       SELECT h FROM (
+         SELECT arrayJoin(paths) AS h, count() AS n FROM session_facts
+         WHERE site_id = {site:UInt32} AND _part = {facts:String} GROUP BY h)
+       ORDER BY n DESC, h ASC LIMIT ${BIT_PATHS})
+     ORDER BY h`,
     { site: siteId, facts: d.facts },
   );
   const values = {
