@@ -257,15 +257,18 @@ export async function listUsers(
  * One page of the users list (visitor keys as decimal text) for the sorts of LEADING_SESSIONS
  * (the latest visitors first, or the earliest), read from the matching events in the order of
  * the sort key of `events` instead of ranking every matching visitor, and how many visitors
- * match (a promise, counted meanwhile: matchingVisitors). The latest matching events first,
- * a few times as many as the page asks for visitors: a visitor is first met at its latest
+ * match (a promise, counted meanwhile: matchingVisitors). The latest matching events first, a
+ * few times as many as the page asks for visitors: a visitor is first met at its latest
  * matching event, so when `wanted` (the page's end) visitors are met, the wanted-th's time
  * bounds them all (every visitor ranked before it has a matching event at that time or later),
  * and ranking only the events from that time on gives the page exactly, ties by key included.
- * By first seen, the same from the earliest. Undefined where the list ranks every visitor: other
- * sorts, pages past MAX_LEADING, or visitors repeating so often that the events read hold too
- * few of them. At 10 M bench events, filtered, the events read in order took 19 ms where
- * ranking every visitor took 204 (docs/benchmarks.md).
+ * By first seen, the same from the earliest. The events are looked for in the last hours of the
+ * range first (its first hours by first seen), widening as the unfiltered list does, so a filter
+ * that few events match reads a window, not the range, in time order. Undefined where the list
+ * ranks every visitor: other sorts, pages past MAX_LEADING, visitors repeating so often that the
+ * events read hold too few of them, or too few in the widest window. At 10 M bench events,
+ * filtered, the events read in order took 19 ms where ranking every visitor took 204
+ * (docs/benchmarks.md).
  */
 async function leadingUsers(
   ch: ClickHouse,
@@ -276,21 +279,38 @@ async function leadingUsers(
   const sort = `${page.sort} ${page.order}` as const;
   if (!readsLeading(page)) return undefined;
   const latest = sort === 'last_seen desc';
+  if (!latest && !common.startDate) return undefined;
   const wanted = page.offset + page.limit;
-  const total = matchingVisitors(ch, siteId, common);
-  total.catch(() => {});
-  for (const scanned of [wanted * 8 + 200, wanted * 64 + 2000]) {
+  const scanned = wanted * 8 + 200;
+  let total: Promise<number> | undefined;
+  for (const hours of RECENT_HOURS) {
     const p = new Params();
-    const events = await ch.query<{ k: string; t: string }>(
-      `SELECT toString(user_key) AS k, toString(timestamp) AS t FROM events
-       WHERE ${whereClause(p, siteId, common)}
+    const { from, to } = rangeBounds(p, common);
+    const end = to ? `least(${to}, now64(3))` : 'now64(3)';
+    // The window's edge, and whether the window holds the whole range.
+    const [edge, covers] = latest
+      ? [hoursBeforeEnd(p, common, hours), from ? `${hoursBeforeEnd(p, common, hours)} <= ${from}` : '0']
+      : [
+          `${from} + INTERVAL ${p.bind('UInt32', hours)} HOUR`,
+          `${from} + INTERVAL ${p.bind('UInt32', hours)} HOUR >= ${end}`,
+        ];
+    const events = await ch.query<{ k: string; t: string; covers: number }>(
+      `SELECT toString(user_key) AS k, toString(timestamp) AS t, ${covers} AS covers FROM events
+       WHERE ${whereClause(p, siteId, common, [`timestamp ${latest ? '>=' : '<'} ${edge}`])}
        ORDER BY timestamp ${latest ? 'DESC' : 'ASC'} LIMIT ${p.bind('UInt32', scanned)}`,
       p.values,
     );
+    // Counted beside the page once it is read this way.
+    total ??= matchingVisitors(ch, siteId, common);
+    total.catch(() => {});
     const firstMet = new Map<string, string>();
     for (const e of events) if (!firstMet.has(e.k)) firstMet.set(e.k, e.t);
-    // Too few visitors among events that are not all the matching ones: read more.
-    if (firstMet.size < wanted && events.length === scanned) continue;
+    if (firstMet.size < wanted) {
+      // Visitors repeating among the window's latest events: rank them all.
+      if (events.length === scanned) return undefined;
+      // Every matching event of a window short of the range read: widen it.
+      if (Number(events[0]?.covers ?? 0) !== 1) continue;
+    }
     const times = [...firstMet.values()];
     if (times.length <= page.offset) return { keys: [], total };
     const bound = times[Math.min(wanted, times.length) - 1]!;
