@@ -224,8 +224,9 @@ export function builtPathTest(p: Params, days: PageDays, passing: bigint[]): str
 async function buildDay(ch: ClickHouse, siteId: number, d: SettledDay): Promise<void> {
   const build = randomUUID();
   // The day's paths that get a bit of their own: those most of its sessions hold, their bits in
-  // the order of their hashes, so that days of the same paths give a filter the same mask (as
-  // text: the embedded engine gives 64-bit numbers as JSON numbers).
+  // one fixed order (of their hashes' decimal text, the alias sorting), so that days of the same
+  // paths give a filter the same mask (as text: the embedded engine gives 64-bit numbers as JSON
+  // numbers).
   const top = await ch.query<{ h: string }>(
     `SELECT toString(h) AS h FROM (
        SELECT h FROM (
