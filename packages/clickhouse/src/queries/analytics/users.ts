@@ -188,9 +188,8 @@ export async function listUsers(
   page: UserPage,
   search: UserSearch = {},
 ): Promise<{ data: ListedUser[]; totalCount: number }> {
-  if (rollupApplies(ch, common) && searchConditions(new Params(), siteId, search).length === 0) {
-    return listUsersFromSessions(ch, siteId, common, page);
-  }
+  const searched = searchConditions(new Params(), siteId, search).length > 0;
+  if (rollupApplies(ch, common) && !searched) return listUsersFromSessions(ch, siteId, common, page);
   const direction = page.order === 'asc' ? 'ASC' : 'DESC';
   const rank = async (limit: number, offset: number) => {
     const p = new Params();
@@ -225,10 +224,7 @@ export async function listUsers(
       p.values,
     );
   };
-  const leading =
-    searchConditions(new Params(), siteId, search).length === 0
-      ? await leadingUsers(ch, siteId, common, page)
-      : undefined;
+  const leading = searched ? undefined : await leadingUsers(ch, siteId, common, page);
   const { rows: ranked, totals } = leading
     ? { rows: leading.keys.map((k) => ({ u: userIdOfKey(k) })), totals: undefined }
     : await rankedPage(rank, page);
@@ -282,7 +278,6 @@ async function leadingUsers(
   if (!latest && !common.startDate) return undefined;
   const wanted = page.offset + page.limit;
   const scanned = wanted * 8 + 200;
-  let total: Promise<number> | undefined;
   for (const hours of RECENT_HOURS) {
     const p = new Params();
     const { from, to } = rangeBounds(p, common);
@@ -300,9 +295,6 @@ async function leadingUsers(
        ORDER BY timestamp ${latest ? 'DESC' : 'ASC'} LIMIT ${p.bind('UInt32', scanned)}`,
       p.values,
     );
-    // Counted beside the page once it is read this way.
-    total ??= matchingVisitors(ch, siteId, common);
-    total.catch(() => {});
     const firstMet = new Map<string, string>();
     for (const e of events) if (!firstMet.has(e.k)) firstMet.set(e.k, e.t);
     if (firstMet.size < wanted) {
@@ -311,6 +303,9 @@ async function leadingUsers(
       // Every matching event of a window short of the range read: widen it.
       if (Number(events[0]?.covers ?? 0) !== 1) continue;
     }
+    // Counted beside the page's ranking and fields, once the page is read this way.
+    const total = matchingVisitors(ch, siteId, common);
+    total.catch(() => {});
     const times = [...firstMet.values()];
     if (times.length <= page.offset) return { keys: [], total };
     const bound = times[Math.min(wanted, times.length) - 1]!;
