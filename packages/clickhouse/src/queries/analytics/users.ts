@@ -8,6 +8,7 @@ import {
   readRollup,
   rollupApplies,
   rollupSessionRows,
+  type SessionRowField,
   type Settled,
   userIdOfKey,
 } from './rollup';
@@ -488,10 +489,11 @@ const readsLeading = (page: UserPage) =>
 /**
  * The keys (decimal text) of one page of visitors of `sessions` (rows of rollupSessionRows with
  * `s_user_key`, `s_start`, `s_end`, `s_pageviews`, `s_events`), in the list's order, and how
- * many visitors there are. For the sorts of LEADING_SESSIONS, from the sessions leading in
- * their order (a partial sort, several times faster than ranking every visitor; `windowed`
- * looks for them among a window's sessions first), unless visitors repeat among them so often
- * that they hold too few; else every visitor ranked. `visitors`, when given, is how many
+ * many visitors there are (a promise: the page's fields are read meanwhile). For the sorts of
+ * LEADING_SESSIONS, from the sessions leading in their order (a partial sort, several times
+ * faster than ranking every visitor; `windowed` looks for them among a window's sessions
+ * first), unless visitors repeat among them so often that they hold too few; else every
+ * visitor ranked. `visitors`, when given, is how many
  * visitors there are, counted elsewhere (the leading sessions' read does not count them).
  * Sorted by last seen, latest first, from the leading sessions: `lastSeen` too, each listed
  * visitor's `last_seen` (the end of its first session met, its latest), by key.
@@ -503,25 +505,26 @@ async function visitorsPage(
   page: UserPage,
   windowed?: (sort: LeadingSort, scanned: number) => Promise<Leading[] | undefined>,
   visitors?: Promise<number>,
-): Promise<{ keys: string[]; total: number; lastSeen?: Map<string, string> }> {
+): Promise<{ keys: string[]; total: Promise<number>; lastSeen?: Map<string, string> }> {
   const sort = `${page.sort} ${page.order}` as const;
   const order = LEADING_SESSIONS[sort];
   const wanted = page.offset + page.limit;
   if (order && readsLeading(page)) {
     const scanned = wanted * 4 + 100;
-    const [leading, total] = await Promise.all([
-      (async () =>
-        (await windowed?.(sort as LeadingSort, scanned)) ??
-        (await ch.query<Leading>(
-          `SELECT toString(s_user_key) AS k, toString(s_end) AS end FROM (${sessions})
-           ORDER BY ${order}, s_user_key ASC LIMIT ${p.bind('UInt32', scanned)}`,
-          p.values,
-        )))(),
+    // The count is not awaited here: the page's fields are read while it runs.
+    const total =
       visitors ??
-        ch
-          .query<{ total: number }>(`SELECT uniqExact(s_user_key) AS total FROM (${sessions})`, p.values)
-          .then((rows) => Number(rows[0]?.total ?? 0)),
-    ]);
+      ch
+        .query<{ total: number }>(`SELECT uniqExact(s_user_key) AS total FROM (${sessions})`, p.values)
+        .then((rows) => Number(rows[0]?.total ?? 0));
+    total.catch(() => {});
+    const leading =
+      (await windowed?.(sort as LeadingSort, scanned)) ??
+      (await ch.query<Leading>(
+        `SELECT toString(s_user_key) AS k, toString(s_end) AS end FROM (${sessions})
+         ORDER BY ${order}, s_user_key ASC LIMIT ${p.bind('UInt32', scanned)}`,
+        p.values,
+      ));
     // Each visitor's first session met, the end of its latest by last seen.
     const firstMet = new Map<string, string>();
     for (const r of leading) if (!firstMet.has(r.k)) firstMet.set(r.k, r.end);
@@ -545,7 +548,7 @@ async function visitorsPage(
       ),
     page,
   );
-  return { keys: rows.map((r) => r.k), total: totals?.total ?? 0 };
+  return { keys: rows.map((r) => r.k), total: Promise.resolve(totals?.total ?? 0) };
 }
 
 /**
@@ -589,6 +592,15 @@ async function listUsersFromSessions(
     );
     const ids = keys.map(userIdOfKey);
     if (ids.length === 0) return { rows: [], total };
+    // The listed visitors' sessions (built without a read: the edges are known) are counted
+    // first, the longest of the reads from here on: it takes a free connection of the pool
+    // before the two below, which would otherwise hold them (a read waits for its connection).
+    const q = new Params();
+    const own = await rollupSessionRows(ch, q, siteId, common, COUNTED_FIELDS, settled, {
+      only: { users: ids },
+      edges,
+    });
+    const counting = countedVisitors(ch, q, own);
     // Known last seen times (by last seen, latest first: the default) and the visitors' aliases
     // (every listed one's: those with an identified id of their own leave theirs unused) need
     // no counts: both are read beside them.
@@ -602,7 +614,7 @@ async function listUsersFromSessions(
     const aliased = getAliases(ch, siteId, ids);
     early?.catch(() => {});
     aliased.catch(() => {});
-    const counted = await countedVisitors(ch, siteId, common, settled, edges, ids);
+    const counted = await counting;
     const byKey = new Map(counted.map((r) => [r.k, r]));
     const rows = keys.flatMap((k) => byKey.get(k) ?? []);
     // The counted last seen times are the answer's: were any other than the leading sessions'
@@ -622,7 +634,7 @@ async function listUsersFromSessions(
     profiles.catch(() => {});
     return { rows, total, latest, profiles };
   });
-  if (rows.length === 0 || !latest || !profiles) return { data: [], totalCount: total };
+  if (rows.length === 0 || !latest || !profiles) return { data: [], totalCount: await total };
   const [byId, resolved] = await Promise.all([latest, profiles]);
   const users = rows.flatMap(({ k, ...counts }, i) => {
     const fields = byId.get(userIdOfKey(k));
@@ -631,36 +643,22 @@ async function listUsersFromSessions(
     const { identified_user_id, traits } = resolved[i]!;
     return [{ ...listed, identified_user_id, traits }];
   });
-  return { totalCount: total, data: users };
+  return { totalCount: await total, data: users };
 }
 
 type Counted = Omit<UserRow, 'u_user_id' | LatestField> & { k: string };
 
+/** The session fields countedVisitors reads. */
+const COUNTED_FIELDS: SessionRowField[] = ['user_key', 'start', 'end', 'pageviews', 'events', 'identified'];
+
 /**
  * Counts, first and last times and latest identified id (by its event's place in EVENT_ORDER: a
- * number compares far faster than the tuple) of some visitors (`users`, anonymous ids) over
- * their counted sessions (the users list's columns), read for them only (by key, from
- * `sessions_by_visitor`, rollupSessionRows): over every visitor of a large range it held more
- * memory than the ranking itself.
+ * number compares far faster than the tuple) of some visitors over `sessions`, their counted
+ * sessions (rows of rollupSessionRows with COUNTED_FIELDS, values bound in `p`): the users list's
+ * columns, read for them only (by key, from `sessions_by_visitor`): over every visitor of a
+ * large range it held more memory than the ranking itself. The read is sent at once.
  */
-async function countedVisitors(
-  ch: ClickHouse,
-  siteId: number,
-  common: CommonParams,
-  settled: Settled | undefined,
-  edges: Edges,
-  users: string[],
-): Promise<Counted[]> {
-  const q = new Params();
-  const sessions = await rollupSessionRows(
-    ch,
-    q,
-    siteId,
-    common,
-    ['user_key', 'start', 'end', 'pageviews', 'events', 'identified'],
-    settled,
-    { only: { users }, edges },
-  );
+function countedVisitors(ch: ClickHouse, p: Params, sessions: string): Promise<Counted[]> {
   const element = (n: string) => `tupleElement(s_identified, ${n})`;
   return ch.query<Counted>(
     `SELECT toString(s_user_key) AS k,
@@ -669,7 +667,7 @@ async function countedVisitors(
        argMaxIf(${element('3')}, ${eventOrderKey(element('1'), element('2'))}, ${element('3')} != '') AS u_identified_user_id
      FROM (${sessions})
      GROUP BY s_user_key`,
-    q.values,
+    p.values,
   );
 }
 
