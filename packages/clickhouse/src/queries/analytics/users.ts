@@ -493,8 +493,8 @@ const readsLeading = (page: UserPage) =>
  * LEADING_SESSIONS, from the sessions leading in their order (a partial sort, several times
  * faster than ranking every visitor; `windowed` looks for them among a window's sessions
  * first), unless visitors repeat among them so often that they hold too few; else every
- * visitor ranked. `visitors`, when given, is how many
- * visitors there are, counted elsewhere (the leading sessions' read does not count them).
+ * visitor ranked. `visitors`, when given, is how many visitors there are, counted elsewhere
+ * (the leading sessions' read does not count them).
  * Sorted by last seen, latest first, from the leading sessions: `lastSeen` too, each listed
  * visitor's `last_seen` (the end of its first session met, its latest), by key.
  */
