@@ -69,6 +69,33 @@ export function keyInRange(p: Params, common: CommonParams): (key: string) => st
 }
 
 /**
+ * A condition on `session_paths` rows: the session lies wholly inside the range, so every key
+ * of it is in range (`keyInRange` holds for each: a key's milliseconds lie between the session's
+ * first and last event). Undefined for a range without bounds, where every key is in it.
+ */
+export function sessionInRange(p: Params, common: CommonParams): string | undefined {
+  const { from, to } = rangeBounds(p, common);
+  return (
+    [from && `session_start >= ${from}`, to && `session_end < ${to}`].filter(Boolean).join(' AND ') ||
+    undefined
+  );
+}
+
+/**
+ * Low bits of a key that a read may use for flags: they hold part of an event id's hash, which
+ * tells apart only the keys of one millisecond, and a session with two of those (tied) is
+ * computed from its events instead, its keys' order unused.
+ */
+export const KEY_FLAG_BITS = 3;
+
+/** A key with its flag bits set to `flag` (0 to KEY_FLAG_BITS). */
+export const flaggedKey = (key: string, flag: string) =>
+  `bitOr(bitAnd(${key}, bitNot(toUInt128(${KEY_FLAG_BITS}))), toUInt128(${flag}))`;
+
+/** The flag bits of a key, as a UInt8. */
+export const keyFlag = (key: string) => `toUInt8(bitAnd(${key}, ${KEY_FLAG_BITS}))`;
+
+/**
  * Rows of `session_paths` for the sessions that may have events in the range (their first event
  * before its end, their last from its start), each session once. `select(final)` and `prewhere`
  * as fromRollup; `restrict`, a condition on the rows (summarized partitions left out). Call
