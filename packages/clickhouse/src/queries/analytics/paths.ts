@@ -82,18 +82,18 @@ export function sessionInRange(p: Params, common: CommonParams): string | undefi
 }
 
 /**
- * Low bits of a key that a read may use for flags: they hold part of an event id's hash, which
- * tells apart only the keys of one millisecond, and a session with two of those (tied) is
- * computed from its events instead, its keys' order unused.
+ * The low bits of a key that a read may use for flags (a mask): they hold part of an event id's
+ * hash, which tells apart only the keys of one millisecond, and a session with two of those
+ * (tied) is computed from its events instead, its keys' order unused.
  */
-export const KEY_FLAG_BITS = 3;
+const KEY_FLAG_MASK = 3;
 
-/** A key with its flag bits set to `flag` (0 to KEY_FLAG_BITS). */
+/** A key with its flag bits set to `flag` (0 to KEY_FLAG_MASK). */
 export const flaggedKey = (key: string, flag: string) =>
-  `bitOr(bitAnd(${key}, bitNot(toUInt128(${KEY_FLAG_BITS}))), toUInt128(${flag}))`;
+  `bitOr(bitAnd(${key}, bitNot(toUInt128(${KEY_FLAG_MASK}))), toUInt128(${flag}))`;
 
 /** The flag bits of a key, as a UInt8. */
-export const keyFlag = (key: string) => `toUInt8(bitAnd(${key}, ${KEY_FLAG_BITS}))`;
+export const keyFlag = (key: string) => `toUInt8(bitAnd(${key}, ${KEY_FLAG_MASK}))`;
 
 /**
  * Rows of `session_paths` for the sessions that may have events in the range (their first event
