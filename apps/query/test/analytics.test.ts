@@ -459,6 +459,126 @@ describe('day and hour buckets from the visitors of UTC days', () => {
     // The days before, one part each and ended long ago, are kept (on a cluster nothing is).
     if (!h.ch.cluster) expect(Number(row?.n)).toBeGreaterThan(24);
   });
+
+  it('keep the quarter hours of a day in several parts between reads, counting again only the sessions its added parts touch', async () => {
+    const t = await h.tenant();
+    const stored = [
+      ...generateEvents({
+        siteId: t.siteId,
+        events: 1200,
+        days: 2,
+        end: new Date('2026-07-20T12:00:00Z'),
+        seed: 53,
+      }),
+    ];
+    const range = { startDate: '2026-07-18', endDate: '2026-07-20', timeZone: 'Europe/Berlin' };
+    const reads: string[] = [];
+    const watched = h.jsonOn({
+      ...h.ch,
+      query: (sql, params, settings) => {
+        // The statements naming a part of 20 July (the reads of that day alone).
+        if (JSON.stringify(params ?? {}).includes('"20260720_')) reads.push(sql);
+        return h.ch.query(sql, params, settings);
+      },
+    });
+    /**
+     * The buckets against the reference, and the statements that counted the day's quarter hours
+     * whole, and those that counted its added parts' sessions.
+     */
+    const read = async (events: StoredEvent[]) => {
+      reads.length = 0;
+      for (const bucket of ['day', 'hour'] as const) {
+        const res = await watched<{ data: unknown[] }>(
+          `/api/sites/${t.siteId}/overview-bucketed?${query(range, { bucket })}`,
+          { key: t.key },
+        );
+        expect({ bucket, data: res.body.data }).toEqual({
+          bucket,
+          data: ref.overviewBucketed(
+            ref.selection(events, t.siteId, full(range)),
+            full(range),
+            bucket,
+            Date.now(),
+          ),
+        });
+      }
+      // The day's own reads: merged (FINAL), and not beside the settled parts (UNION ALL).
+      const quarters = reads.filter(
+        (sql) =>
+          sql.includes('tupleElement(t, 1)') &&
+          sql.includes('session_paths FINAL') &&
+          !sql.includes('UNION ALL'),
+      );
+      const touched = quarters.filter((sql) => sql.includes('(UUIDv7ToDateTime(session_id), session_id) IN'));
+      return { whole: quarters.length - touched.length, touched: touched.length };
+    };
+    const parts = async () =>
+      (
+        await h.ch.query<{ partition: string; n: number }>(
+          `SELECT partition_id AS partition, count() AS n FROM system.parts
+           WHERE database = currentDatabase() AND table = 'session_paths' AND active AND partition_id = '20260720'
+           GROUP BY partition`,
+          {},
+        )
+      )[0]?.n ?? 0;
+    // On a cluster parts are per shard and every read merges: the answers alone are checked.
+    const local = !h.ch.cluster;
+    if (local) await h.ch.command('SYSTEM STOP MERGES session_paths');
+    try {
+      // 20 July's sessions in two parts (two inserts, merges stopped): a day being written.
+      const half = stored.findIndex((e) => e.timestamp >= '2026-07-20 06');
+      await insertEvents(h.ch, stored.slice(0, half));
+      await insertEvents(h.ch, stored.slice(half));
+      if (local) expect(await parts()).toBeGreaterThan(1);
+      // Read whole once (the day's buckets, then the hours' from what was kept), then kept.
+      if (local) expect(await read(stored)).toEqual({ whole: 1, touched: 0 });
+      expect(await read(stored)).toEqual({ whole: 0, touched: 0 });
+      // Late pageviews in sessions of that day (one a second later, one a minute and a half
+      // earlier: a session's start, duration and bounce change) and a new session: a part more,
+      // whose sessions are counted now and as they were, from the kept counts.
+      const ofDay = stored.filter((e) => e.timestamp >= '2026-07-20');
+      const ms = Date.parse('2026-07-20T09:00:00Z');
+      const added = [
+        ...lateEvents(ofDay, 6),
+        {
+          ...ofDay[0]!,
+          user_id: '00000000000bee02',
+          session_id: uuidv7(ms),
+          event_id: uuidv7(ms),
+          timestamp: '2026-07-20 09:00:00.000',
+        },
+      ];
+      await insertEvents(h.ch, added);
+      let now = [...stored, ...added];
+      if (local) expect(await read(now)).toEqual({ whole: 0, touched: 2 });
+      expect(await read(now)).toEqual({ whole: 0, touched: 0 });
+      const merge = async () => {
+        await h.ch.command('SYSTEM START MERGES session_paths');
+        await h.ch.command("OPTIMIZE TABLE session_paths PARTITION ID '20260720' FINAL");
+        await h.ch.command('SYSTEM STOP MERGES session_paths');
+      };
+      const more = async (count: number) => {
+        const late = lateEvents(
+          now.filter((e) => e.timestamp >= '2026-07-20 10'),
+          count,
+        );
+        await insertEvents(h.ch, late);
+        now = [...now, ...late];
+      };
+      // The kept parts merged alone hold what they held: a part added after is counted from them.
+      if (local) await merge();
+      await more(3);
+      if (local) expect(await read(now)).toEqual({ whole: 0, touched: 2 });
+      // A part added, merged with the kept ones into one, and one more: counted whole again.
+      await more(4);
+      if (local) await merge();
+      await more(5);
+      if (local) expect(await read(now)).toEqual({ whole: 1, touched: 0 });
+      expect(await read(now)).toEqual({ whole: 0, touched: 0 });
+    } finally {
+      if (local) await h.ch.command('SYSTEM START MERGES session_paths');
+    }
+  });
 });
 
 describe('users list where one visitor holds the latest sessions', () => {

@@ -1,5 +1,6 @@
 import type { ClickHouse } from '../../client';
 import { type CommonParams, Params } from '../builder';
+import { type CountRows, combineCounts, partitionCounts } from './increments';
 import { keyInRange, keyMs, pathRows } from './paths';
 import { fromRollup, type Settled } from './rollup';
 import {
@@ -364,8 +365,10 @@ function quarterCounts(source: string, inRange: (key: string) => string, byDay: 
 /**
  * The quarter-hour counts (quarterCounts) of the range's sessions outside the summarized
  * partitions (`summarized`, YYYYMMDD), from their keys in `session_paths`: those of the days
- * still receiving events and of days reaching out of the range. Call within readRollup(…,
- * 'session_paths'), which gives `settled`.
+ * still receiving events and of days reaching out of the range. A partition in several parts
+ * (today's, being written) is counted apart and kept between reads, brought up to date from
+ * its added parts (partitionCounts). Call within readRollup(…, 'session_paths'), which gives
+ * `settled`.
  */
 export async function liveQuarters(
   ch: ClickHouse,
@@ -374,18 +377,60 @@ export async function liveQuarters(
   settled: Settled | undefined,
   summarized: number[],
 ): Promise<KeyedCounts> {
-  const p = new Params();
-  const rows = pathRows(
-    p,
-    siteId,
-    common,
-    () => 'page_keys, event_keys, other_keys',
-    settled,
-    undefined,
-    summarized.length > 0 ? (q) => inPartitions(q, summarized, true) : undefined,
+  const count =
+    (rowsOf: Settled | undefined): CountRows =>
+    async (restrict) => {
+      const p = new Params();
+      const rows = pathRows(
+        p,
+        siteId,
+        common,
+        () => 'page_keys, event_keys, other_keys',
+        rowsOf,
+        undefined,
+        restrict,
+      );
+      const counts = emptyCounts();
+      for (const r of await ch.query<ValueCounts>(
+        quarterCounts(rows, keyInRange(p, common), false),
+        p.values,
+      ))
+        addCounts(counts, r);
+      return counts;
+    };
+  // Kept apart: the partitions in several parts of the range's days (other days' hold few of
+  // its sessions, if any: read with the rest, as the range's where drops their rows).
+  const near = (day: string, date: string | undefined, days: number) =>
+    date === undefined || (days < 0 ? day >= shiftedDay(date, days) : day <= shiftedDay(date, days));
+  const merging = [...(settled?.merging ?? [])].filter(
+    ([day]) =>
+      !summarized.includes(Number(day)) && near(day, common.startDate, -2) && near(day, common.endDate, 2),
   );
-  const counts = emptyCounts();
-  for (const r of await ch.query<ValueCounts>(quarterCounts(rows, keyInRange(p, common), false), p.values))
-    addCounts(counts, r);
-  return counts;
+  const apart = merging.map(([day]) => Number(day));
+  const rest = count(settled)(
+    (p) =>
+      [
+        ...(summarized.length > 0 ? [inPartitions(p, summarized, true)] : []),
+        ...(apart.length > 0 ? [inPartitions(p, apart, true)] : []),
+      ].join(' AND ') || '1',
+  );
+  const kept = merging.map(([day, parts]) =>
+    partitionCounts(
+      ch,
+      siteId,
+      day,
+      parts,
+      JSON.stringify(['quarters', siteId, common.startDate, common.endDate, common.timeZone, day]),
+      count(undefined),
+    ),
+  );
+  const all = await Promise.all([rest, ...kept]);
+  return all.reduce((sum, c) => combineCounts(sum, c, emptyCounts()), emptyCounts());
+}
+
+/** The YYYYMMDD of `date` (YYYY-MM-DD) moved by `days`. */
+function shiftedDay(date: string, days: number): string {
+  const d = new Date(`${date}T00:00:00Z`);
+  d.setUTCDate(d.getUTCDate() + days);
+  return d.toISOString().slice(0, 10).replaceAll('-', '');
 }

@@ -150,6 +150,8 @@ export type SessionRollup = 'session_facts' | 'session_paths' | 'sessions' | 'vi
 export interface Settled {
   partitions: string[];
   parts: string[];
+  /** The other partitions (several parts: still being written or merged) with their parts. */
+  merging?: Map<string, string[]>;
 }
 
 /** The settled parts of a rollup now (not on a cluster: parts are per shard there). */
@@ -163,7 +165,10 @@ export async function settledParts(ch: ClickHouse, table: SessionRollup): Promis
   const counts = new Map<string, number>();
   for (const r of active) counts.set(r.partition, (counts.get(r.partition) ?? 0) + 1);
   const alone = active.filter((r) => counts.get(r.partition) === 1);
-  return { partitions: alone.map((r) => r.partition), parts: alone.map((r) => r.part) };
+  const merging = new Map<string, string[]>();
+  for (const r of active)
+    if (counts.get(r.partition)! > 1) merging.set(r.partition, [...(merging.get(r.partition) ?? []), r.part]);
+  return { partitions: alone.map((r) => r.partition), parts: alone.map((r) => r.part), merging };
 }
 
 /**
