@@ -460,7 +460,7 @@ describe('day and hour buckets from the visitors of UTC days', () => {
     if (!h.ch.cluster) expect(Number(row?.n)).toBeGreaterThan(24);
   });
 
-  it('keep the quarter hours of a day in several parts between reads, counting again only the sessions its added parts touch', async () => {
+  it('keep the quarter hours and visitors of a day in several parts between reads, counting again only what its added parts touch', async () => {
     const t = await h.tenant();
     const stored = [
       ...generateEvents({
@@ -476,8 +476,10 @@ describe('day and hour buckets from the visitors of UTC days', () => {
     const watched = h.jsonOn({
       ...h.ch,
       query: (sql, params, settings) => {
-        // The statements naming a part of 20 July (the reads of that day alone).
-        if (JSON.stringify(params ?? {}).includes('"20260720_')) reads.push(sql);
+        // The statements naming a part of 20 July (the reads of that day alone: its partition
+        // of `visitor_hours` is its number of days since 1970).
+        const named = JSON.stringify(params ?? {});
+        if (named.includes('"20260720_') || named.includes('"20654_')) reads.push(sql);
         return h.ch.query(sql, params, settings);
       },
     });
@@ -510,7 +512,15 @@ describe('day and hour buckets from the visitors of UTC days', () => {
           !sql.includes('UNION ALL'),
       );
       const touched = quarters.filter((sql) => sql.includes('(UUIDv7ToDateTime(session_id), session_id) IN'));
-      return { whole: quarters.length - touched.length, touched: touched.length };
+      const visitors = reads.filter(
+        (sql) => sql.includes('arrayConcat(') && sql.includes('visitor_hours FINAL'),
+      );
+      const touchedVisitors = visitors.filter((sql) => sql.includes('(day, user_key) IN'));
+      return {
+        whole: quarters.length - touched.length,
+        touched: touched.length,
+        visitors: { whole: visitors.length - touchedVisitors.length, touched: touchedVisitors.length },
+      };
     };
     const parts = async () =>
       (
@@ -523,7 +533,11 @@ describe('day and hour buckets from the visitors of UTC days', () => {
       )[0]?.n ?? 0;
     // On a cluster parts are per shard and every read merges: the answers alone are checked.
     const local = !h.ch.cluster;
-    if (local) await h.ch.command('SYSTEM STOP MERGES session_paths');
+    const merges = async (verb: 'START' | 'STOP') => {
+      for (const table of ['session_paths', 'visitor_hours'])
+        await h.ch.command(`SYSTEM ${verb} MERGES ${table}`);
+    };
+    if (local) await merges('STOP');
     try {
       // 20 July's sessions in two parts (two inserts, merges stopped): a day being written.
       const half = stored.findIndex((e) => e.timestamp >= '2026-07-20 06');
@@ -531,8 +545,9 @@ describe('day and hour buckets from the visitors of UTC days', () => {
       await insertEvents(h.ch, stored.slice(half));
       if (local) expect(await parts()).toBeGreaterThan(1);
       // Read whole once (the day's buckets, then the hours' from what was kept), then kept.
-      if (local) expect(await read(stored)).toEqual({ whole: 1, touched: 0 });
-      expect(await read(stored)).toEqual({ whole: 0, touched: 0 });
+      if (local)
+        expect(await read(stored)).toEqual({ whole: 1, touched: 0, visitors: { whole: 2, touched: 0 } });
+      expect(await read(stored)).toEqual({ whole: 0, touched: 0, visitors: { whole: 0, touched: 0 } });
       // Late pageviews in sessions of that day (one a second later, one a minute and a half
       // earlier: a session's start, duration and bounce change) and a new session: a part more,
       // whose sessions are counted now and as they were, from the kept counts.
@@ -550,12 +565,14 @@ describe('day and hour buckets from the visitors of UTC days', () => {
       ];
       await insertEvents(h.ch, added);
       let now = [...stored, ...added];
-      if (local) expect(await read(now)).toEqual({ whole: 0, touched: 2 });
-      expect(await read(now)).toEqual({ whole: 0, touched: 0 });
+      if (local)
+        expect(await read(now)).toEqual({ whole: 0, touched: 2, visitors: { whole: 0, touched: 4 } });
+      expect(await read(now)).toEqual({ whole: 0, touched: 0, visitors: { whole: 0, touched: 0 } });
       const merge = async () => {
-        await h.ch.command('SYSTEM START MERGES session_paths');
+        await merges('START');
         await h.ch.command("OPTIMIZE TABLE session_paths PARTITION ID '20260720' FINAL");
-        await h.ch.command('SYSTEM STOP MERGES session_paths');
+        await h.ch.command("OPTIMIZE TABLE visitor_hours PARTITION ID '20654' FINAL");
+        await merges('STOP');
       };
       const more = async (count: number) => {
         const late = lateEvents(
@@ -568,15 +585,17 @@ describe('day and hour buckets from the visitors of UTC days', () => {
       // The kept parts merged alone hold what they held: a part added after is counted from them.
       if (local) await merge();
       await more(3);
-      if (local) expect(await read(now)).toEqual({ whole: 0, touched: 2 });
+      if (local)
+        expect(await read(now)).toEqual({ whole: 0, touched: 2, visitors: { whole: 0, touched: 4 } });
       // A part added, merged with the kept ones into one, and one more: counted whole again.
       await more(4);
       if (local) await merge();
       await more(5);
-      if (local) expect(await read(now)).toEqual({ whole: 1, touched: 0 });
-      expect(await read(now)).toEqual({ whole: 0, touched: 0 });
+      if (local)
+        expect(await read(now)).toEqual({ whole: 1, touched: 0, visitors: { whole: 2, touched: 0 } });
+      expect(await read(now)).toEqual({ whole: 0, touched: 0, visitors: { whole: 0, touched: 0 } });
     } finally {
-      if (local) await h.ch.command('SYSTEM START MERGES session_paths');
+      if (local) await merges('START');
     }
   });
 });

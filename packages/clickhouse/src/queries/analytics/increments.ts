@@ -93,14 +93,25 @@ export function combineCounts(base: KeyedCounts, plus: KeyedCounts, minus: Keyed
 }
 
 /**
- * A condition on `session_paths` rows (bound with `p`) and the counts of the rows meeting it,
+ * A condition on a rollup's rows (bound with `p`) and the counts of the rows meeting it,
  * merged (FINAL).
  */
 export type CountRows = (restrict: (p: Params) => string) => Promise<KeyedCounts>;
 
+/** A rollup read so, and the columns of its sort key that name one of its sessions or visitors. */
+export interface Rollup {
+  table: 'session_paths' | 'visitor_hours';
+  entity: string;
+}
+
+export const SESSION_PATHS: Rollup = {
+  table: 'session_paths',
+  entity: '(UUIDv7ToDateTime(session_id), session_id)',
+};
+
 /**
- * The counts (`count`) of `partition`'s sessions in `session_paths`, whose active parts are
- * `names`, for a read keyed by `key` (the site, range and answer: what `count` depends on
+ * The counts (`count`) of `partition`'s sessions (or visitors) in `rollup`, whose active parts
+ * are `names`, for a read keyed by `key` (the site, range and answer: what `count` depends on
  * besides the rows). From the latest kept state that still holds (stillHolds): nothing read
  * when no part was added since, else the sessions the added parts touch, now and as they were;
  * with none, the partition's parts read whole. Every read names its parts; one merged away
@@ -109,6 +120,7 @@ export type CountRows = (restrict: (p: Params) => string) => Promise<KeyedCounts
  */
 export async function partitionCounts(
   ch: ClickHouse,
+  rollup: Rollup,
   siteId: number,
   partition: string,
   names: string[],
@@ -132,11 +144,10 @@ export async function partitionCounts(
   else if (state) {
     const added = parts.filter((b) => b.min > state.upTo);
     const before = parts.filter((b) => b.max <= state.upTo);
-    // The sessions of the added parts, by the whole sort key (its time first), so that the
-    // other reads skip to their granules.
+    // The sessions of the added parts, by their columns of the sort key (all but the site), so
+    // that the other reads skip to their granules.
     const touched = (p: Params) =>
-      `(UUIDv7ToDateTime(session_id), session_id) IN (
-         SELECT UUIDv7ToDateTime(session_id), session_id FROM session_paths
+      `${rollup.entity} IN (SELECT ${rollup.entity} FROM ${rollup.table}
          WHERE site_id = ${p.bind('UInt32', siteId)} AND ${inParts(p, added)})`;
     const [now, then] = await Promise.all([
       count((p) => `${inParts(p, parts)} AND ${touched(p)}`),
@@ -146,8 +157,8 @@ export async function partitionCounts(
   } else counts = await count((p) => inParts(p, parts));
   const [active] = await ch.query<{ n: number }>(
     `SELECT count() AS n FROM system.parts
-     WHERE database = currentDatabase() AND table = 'session_paths' AND active AND name IN {parts:Array(String)}`,
-    { parts: names },
+     WHERE database = currentDatabase() AND table = {table:String} AND active AND name IN {parts:Array(String)}`,
+    { table: rollup.table, parts: names },
   );
   if (Number(active?.n) !== names.length) return whole();
   holder.states = [...holder.states.filter((s) => s.upTo !== upTo), { upTo, parts, counts }]

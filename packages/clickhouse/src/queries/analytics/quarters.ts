@@ -1,6 +1,6 @@
 import type { ClickHouse } from '../../client';
 import { type CommonParams, Params } from '../builder';
-import { type CountRows, combineCounts, partitionCounts } from './increments';
+import { type CountRows, combineCounts, partitionCounts, type Rollup, SESSION_PATHS } from './increments';
 import { keyInRange, keyMs, pathRows } from './paths';
 import { fromRollup, type Settled } from './rollup';
 import {
@@ -214,7 +214,11 @@ export async function keepBucketVisitors(ch: ClickHouse, fresh: BucketVisitorsRo
   await ch.writer.insert({ table: 'bucket_visitors', values: fresh, format: 'JSONEachRow' });
 }
 
-/** The visitors of some buckets of hourBuckets from the rows of their days (hourBucketVisitors). */
+/**
+ * The visitors of some buckets of hourBuckets from the rows of their days (hourBucketVisitors).
+ * A day in several parts (today's, being written) between days that are not is counted apart
+ * and kept between reads (keptDayCounts); the other days together.
+ */
 async function countHourBuckets(
   ch: ClickHouse,
   siteId: number,
@@ -237,6 +241,65 @@ async function countHourBuckets(
       heads[segments[1]![0] - d0] = segments[1]![1];
     }
   }
+  const merging = (day: number) => settled?.merging?.has(String(day)) ?? false;
+  const apart = days.filter((d) => merging(d) && !merging(d - 1) && !merging(d + 1));
+  const kept = apart.map((day) => keptDayCounts(ch, siteId, settled!, day, { d0, hoursOf, tails, heads }));
+  // The other days, and the buckets across a midnight neither side of which is kept apart.
+  const near = (d: number) => apart.includes(d);
+  const rest = restHourCounts(
+    ch,
+    siteId,
+    settled,
+    days.filter((d) => !near(d)),
+    d0,
+    hoursOf,
+    tails.map((t, i) => (near(d0 + i) || near(d0 + i + 1) ? 0 : t)),
+    heads.map((h, i) => (near(d0 + i) || near(d0 + i - 1) ? 0 : h)),
+  );
+  const users = new Map<string, number>();
+  const shared = new Map<number, number>();
+  for (const counts of await Promise.all([rest, ...kept]))
+    for (const { v, n_sessions } of counts.byValue.values()) {
+      const [kind, day, hours] = v.split(' ');
+      if (kind === 'both') shared.set(Number(day), (shared.get(Number(day)) ?? 0) + n_sessions);
+      else users.set(`${day} ${hours}`, (users.get(`${day} ${hours}`) ?? 0) + n_sessions);
+    }
+  return new Map(
+    buckets.map(({ start, segments }) => [
+      start,
+      segments.reduce((sum, [day, hours]) => sum + (users.get(`${day} ${hours}`) ?? 0), 0) -
+        (segments.length === 2 ? (shared.get(segments[0]![0]) ?? 0) : 0),
+    ]),
+  );
+}
+
+/**
+ * Visitor counts as KeyedCounts (the count in `n_sessions`): `hours <day> <bits>`, the visitors
+ * of a day with an hour among the bits, and `both <day>`, those of a bucket across that day's
+ * midnight on both sides.
+ */
+const visitorCount = (v: string, n: number | string): ValueCounts => ({
+  v,
+  n_sessions: Number(n),
+  n_events: 0,
+  bounces: 0,
+  top_ms: 0,
+  top_n: 0,
+});
+
+/** countHourBuckets' counts of `days` (none kept apart) and of the buckets across their midnights. */
+async function restHourCounts(
+  ch: ClickHouse,
+  siteId: number,
+  settled: Settled | undefined,
+  days: number[],
+  d0: number,
+  hoursOf: number[][],
+  tails: number[],
+  heads: number[],
+): Promise<KeyedCounts> {
+  const counts = emptyCounts();
+  if (days.length === 0) return counts;
   const p = new Params();
   const first = p.bind('UInt32', d0);
   const site = p.bind('UInt32', siteId);
@@ -268,14 +331,85 @@ async function countHourBuckets(
         p.values,
       )
     : [];
-  const users = new Map((await counted).map((r) => [`${r.d} ${r.h}`, Number(r.users)]));
-  const shared = new Map(both.map((r) => [Number(r.d), Number(r.n)]));
-  return new Map(
-    buckets.map(({ start, segments }) => [
-      start,
-      segments.reduce((sum, [day, hours]) => sum + (users.get(`${day} ${hours}`) ?? 0), 0) -
-        (segments.length === 2 ? (shared.get(segments[0]![0]) ?? 0) : 0),
-    ]),
+  for (const r of await counted) addCounts(counts, visitorCount(`hours ${r.d} ${r.h}`, r.users));
+  for (const r of both) addCounts(counts, visitorCount(`both ${r.d}`, r.n));
+  return counts;
+}
+
+const VISITOR_HOURS: Rollup = { table: 'visitor_hours', entity: '(day, user_key)' };
+
+/**
+ * countHourBuckets' counts of one day in several parts whose neighbours are not (they are
+ * settled or hold nothing): its visitors per bucket hours, and, as its own visitors' counts,
+ * those of the buckets across its two midnights found on both sides (the neighbours' rows are
+ * fixed by the key: their part's name). Kept between reads (partitionCounts).
+ */
+function keptDayCounts(
+  ch: ClickHouse,
+  siteId: number,
+  settled: Settled,
+  day: number,
+  bits: { d0: number; hoursOf: number[][]; tails: number[]; heads: number[] },
+): Promise<KeyedCounts> {
+  const at = (values: number[], d: number) => values[d - bits.d0] ?? 0;
+  const hours = bits.hoursOf[day - bits.d0] ?? [];
+  // The bits of the buckets across the midnight before the day and after it, on either side.
+  const before = [at(bits.tails, day - 1), at(bits.heads, day)];
+  const after = [at(bits.tails, day), at(bits.heads, day + 1)];
+  const partOf = (d: number) => settled.parts[settled.partitions.indexOf(String(d))] ?? '';
+  const key = JSON.stringify([
+    'visitors',
+    siteId,
+    day,
+    hours,
+    before,
+    after,
+    partOf(day - 1),
+    partOf(day + 1),
+  ]);
+  const count: CountRows = async (restrict) => {
+    const p = new Params();
+    const site = p.bind('UInt32', siteId);
+    const rowsOf = (d: number, final: boolean) =>
+      fromRollup(
+        p,
+        `site_id = ${site} AND day = ${p.bind('UInt32', d)}${final ? ` AND ${restrict(p)}` : ''}`,
+        () => 'day, user_key, hours',
+        final ? undefined : settled,
+        'visitor_hours',
+      );
+    // Each visitor of the day once per count it is in, as a text naming the count.
+    const across = (own: number, other: number, d: number, name: string) =>
+      own === 0 || other === 0
+        ? []
+        : [
+            `if(bitAnd(hours, ${p.bind('UInt32', own)}) != 0 AND (${p.bind('UInt32', d)}, user_key) IN (
+               SELECT day, user_key FROM (${rowsOf(d, false)}) WHERE bitAnd(hours, ${p.bind('UInt32', other)}) != 0),
+               [${p.bind('String', name)}], [])`,
+          ];
+    const named = [
+      `arrayMap(h -> concat(${p.bind('String', `hours ${day} `)}, toString(h)),
+         arrayFilter(h -> bitAnd(hours, h) != 0, ${p.bind('Array(UInt32)', hours)}))`,
+      ...across(before[1]!, before[0]!, day - 1, `both ${day - 1}`),
+      ...across(after[0]!, after[1]!, day + 1, `both ${day}`),
+    ];
+    const rows = await ch.query<{ v: string; n: number }>(
+      `SELECT arrayJoin(arrayConcat(${named.join(', ')})) AS v, count() AS n
+       FROM (${rowsOf(day, true)}) GROUP BY v`,
+      p.values,
+    );
+    const counts = emptyCounts();
+    for (const r of rows) addCounts(counts, visitorCount(r.v, r.n));
+    return counts;
+  };
+  return partitionCounts(
+    ch,
+    VISITOR_HOURS,
+    siteId,
+    String(day),
+    settled.merging!.get(String(day))!,
+    key,
+    count,
   );
 }
 
@@ -417,6 +551,7 @@ export async function liveQuarters(
   const kept = merging.map(([day, parts]) =>
     partitionCounts(
       ch,
+      SESSION_PATHS,
       siteId,
       day,
       parts,
