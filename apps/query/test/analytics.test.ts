@@ -461,7 +461,7 @@ describe('day and hour buckets from the visitors of UTC days', () => {
     if (!h.ch.cluster) expect(Number(row?.n)).toBeGreaterThan(24);
   });
 
-  it('keep the quarter hours and visitors of a day in several parts between reads, counting again only what its added parts touch', async () => {
+  it('keep the quarter hours, visitors and session totals of a day in several parts between reads, counting again only what its added parts touch', async () => {
     const t = await h.tenant();
     const stored = [
       ...generateEvents({
@@ -472,7 +472,8 @@ describe('day and hour buckets from the visitors of UTC days', () => {
         seed: 53,
       }),
     ];
-    const range = { startDate: '2026-07-18', endDate: '2026-07-20', timeZone: 'Europe/Berlin' };
+    // Eight days: the overview counts its visitors by day (a week or more), its sessions apart.
+    const range = { startDate: '2026-07-13', endDate: '2026-07-20', timeZone: 'Europe/Berlin' };
     const reads: string[] = [];
     const watched = h.jsonOn({
       ...h.ch,
@@ -485,28 +486,34 @@ describe('day and hour buckets from the visitors of UTC days', () => {
       },
     });
     /**
-     * The buckets against the reference, and the statements that counted the day's quarter hours
-     * whole, and those that counted its added parts' sessions.
+     * The buckets and the overview against the reference, and of the statements that read the
+     * day's quarter hours, visitors per bucket hours and session totals, how many read them whole
+     * and how many the sessions or visitors its added parts touch.
      */
     const read = async (events: StoredEvent[]) => {
       reads.length = 0;
       await expectBuckets(t, range, events, watched);
-      // The day's own reads: merged (FINAL), and not beside the settled parts (UNION ALL).
-      const quarters = reads.filter(
-        (sql) =>
-          sql.includes('tupleElement(t, 1)') &&
-          sql.includes('session_paths FINAL') &&
-          !sql.includes('UNION ALL'),
-      );
-      const touched = quarters.filter((sql) => sql.includes('(UUIDv7ToDateTime(session_id), session_id) IN'));
-      const visitors = reads.filter(
-        (sql) => sql.includes('arrayConcat(') && sql.includes('visitor_hours FINAL'),
-      );
-      const touchedVisitors = visitors.filter((sql) => sql.includes('(day, user_key) IN'));
+      const res = await watched<{ data: unknown }>(`/api/sites/${t.siteId}/overview?${query(range)}`, {
+        key: t.key,
+      });
+      expect(res.body.data).toEqual(ref.overview(ref.selection(events, t.siteId, full(range))));
+      // The day's own reads, merged (FINAL): of the quarter hours and session totals those not
+      // beside the settled parts (UNION ALL); those of the visitors read the settled days beside.
+      const tally = (marks: string[], beside = false) => {
+        const own = reads.filter(
+          (sql) => marks.every((m) => sql.includes(m)) && (beside || !sql.includes('UNION ALL')),
+        );
+        const touched = own.filter(
+          (sql) =>
+            sql.includes('(UUIDv7ToDateTime(session_id), session_id) IN') ||
+            sql.includes('(day, user_key) IN'),
+        ).length;
+        return [own.length - touched, touched];
+      };
       return {
-        whole: quarters.length - touched.length,
-        touched: touched.length,
-        visitors: { whole: visitors.length - touchedVisitors.length, touched: touchedVisitors.length },
+        quarters: tally(['tupleElement(t, 1)', 'session_paths FINAL']),
+        visitors: tally(['arrayJoin(arrayConcat(', 'visitor_hours FINAL'], true),
+        sessions: tally(['count() AS sessions', 'session_facts FINAL']),
       };
     };
     const parts = async () =>
@@ -521,7 +528,7 @@ describe('day and hour buckets from the visitors of UTC days', () => {
     // On a cluster parts are per shard and every read merges: the answers alone are checked.
     const local = !h.ch.cluster;
     const merges = async (verb: 'START' | 'STOP') => {
-      for (const table of ['session_paths', 'visitor_hours'])
+      for (const table of ['session_facts', 'session_paths', 'visitor_hours'])
         await h.ch.command(`SYSTEM ${verb} MERGES ${table}`);
     };
     if (local) await merges('STOP');
@@ -532,9 +539,8 @@ describe('day and hour buckets from the visitors of UTC days', () => {
       await insertEvents(h.ch, stored.slice(half));
       if (local) expect(await parts()).toBeGreaterThan(1);
       // Read whole once (the day's buckets, then the hours' from what was kept), then kept.
-      if (local)
-        expect(await read(stored)).toEqual({ whole: 1, touched: 0, visitors: { whole: 2, touched: 0 } });
-      expect(await read(stored)).toEqual({ whole: 0, touched: 0, visitors: { whole: 0, touched: 0 } });
+      if (local) expect(await read(stored)).toEqual({ quarters: [1, 0], visitors: [2, 0], sessions: [1, 0] });
+      expect(await read(stored)).toEqual({ quarters: [0, 0], visitors: [0, 0], sessions: [0, 0] });
       // Late pageviews in sessions of that day (one a second later, one a minute and a half
       // earlier: a session's start, duration and bounce change) and a new session: a part more,
       // whose sessions are counted now and as they were, from the kept counts.
@@ -552,12 +558,12 @@ describe('day and hour buckets from the visitors of UTC days', () => {
       ];
       await insertEvents(h.ch, added);
       let now = [...stored, ...added];
-      if (local)
-        expect(await read(now)).toEqual({ whole: 0, touched: 2, visitors: { whole: 0, touched: 4 } });
-      expect(await read(now)).toEqual({ whole: 0, touched: 0, visitors: { whole: 0, touched: 0 } });
+      if (local) expect(await read(now)).toEqual({ quarters: [0, 2], visitors: [0, 4], sessions: [0, 2] });
+      expect(await read(now)).toEqual({ quarters: [0, 0], visitors: [0, 0], sessions: [0, 0] });
       const merge = async () => {
         await merges('START');
-        await h.ch.command("OPTIMIZE TABLE session_paths PARTITION ID '20260720' FINAL");
+        for (const table of ['session_facts', 'session_paths'])
+          await h.ch.command(`OPTIMIZE TABLE ${table} PARTITION ID '20260720' FINAL`);
         await h.ch.command("OPTIMIZE TABLE visitor_hours PARTITION ID '20654' FINAL");
         await merges('STOP');
       };
@@ -572,15 +578,13 @@ describe('day and hour buckets from the visitors of UTC days', () => {
       // The kept parts merged alone hold what they held: a part added after is counted from them.
       if (local) await merge();
       await more(3);
-      if (local)
-        expect(await read(now)).toEqual({ whole: 0, touched: 2, visitors: { whole: 0, touched: 4 } });
+      if (local) expect(await read(now)).toEqual({ quarters: [0, 2], visitors: [0, 4], sessions: [0, 2] });
       // A part added, merged with the kept ones into one, and one more: counted whole again.
       await more(4);
       if (local) await merge();
       await more(5);
-      if (local)
-        expect(await read(now)).toEqual({ whole: 1, touched: 0, visitors: { whole: 2, touched: 0 } });
-      expect(await read(now)).toEqual({ whole: 0, touched: 0, visitors: { whole: 0, touched: 0 } });
+      if (local) expect(await read(now)).toEqual({ quarters: [1, 0], visitors: [2, 0], sessions: [1, 0] });
+      expect(await read(now)).toEqual({ quarters: [0, 0], visitors: [0, 0], sessions: [0, 0] });
     } finally {
       if (local) await merges('START');
     }

@@ -1,6 +1,7 @@
 import type { ClickHouse } from '../../client';
-import type { Params } from '../builder';
+import type { CommonParams, Params } from '../builder';
 import { memo } from './memo';
+import type { Settled } from './rollup';
 import type { KeyedCounts, ValueCounts } from './summaries';
 
 /**
@@ -100,7 +101,7 @@ export type CountRows = (restrict: (p: Params) => string) => Promise<KeyedCounts
 
 /** A rollup read so, and the columns of its sort key that name one of its sessions or visitors. */
 export interface Rollup {
-  table: 'session_paths' | 'visitor_hours';
+  table: 'session_facts' | 'session_paths' | 'visitor_hours';
   entity: string;
 }
 
@@ -108,6 +109,27 @@ export const SESSION_PATHS: Rollup = {
   table: 'session_paths',
   entity: '(UUIDv7ToDateTime(session_id), session_id)',
 };
+
+export const SESSION_FACTS: Rollup = { ...SESSION_PATHS, table: 'session_facts' };
+
+/**
+ * The partitions in several parts (YYYYMMDD, with their parts) of a rollup of sessions to keep
+ * apart (partitionCounts) for a range: those of its days and the day either side (its local
+ * days span those UTC days); other partitions in several parts hold few of its sessions, if
+ * any, and are read with the rest.
+ */
+export function keptPartitions(settled: Settled | undefined, common: CommonParams): [string, string[]][] {
+  const shifted = (date: string, days: number) => {
+    const d = new Date(`${date}T00:00:00Z`);
+    d.setUTCDate(d.getUTCDate() + days);
+    return d.toISOString().slice(0, 10).replaceAll('-', '');
+  };
+  return [...(settled?.merging ?? [])].filter(
+    ([day]) =>
+      (common.startDate === undefined || day >= shifted(common.startDate, -2)) &&
+      (common.endDate === undefined || day <= shifted(common.endDate, 2)),
+  );
+}
 
 /**
  * The counts (`count`) of `partition`'s sessions (or visitors) in `rollup`, whose active parts

@@ -1,8 +1,10 @@
 import type { ClickHouse } from '../../client';
 import { type CommonParams, filterConditions, Params, rangeCondition, whereClause } from '../builder';
+import { keptPartitions, partitionCounts, SESSION_FACTS } from './increments';
 import {
   crossingSessions,
   fromRollup,
+  insideRange,
   readRollup,
   rollupApplies,
   rollupSessionRows,
@@ -13,7 +15,14 @@ import {
 } from './rollup';
 import { rowFiltersApply, rowPageviewsApply, unsureApply } from './row-filters';
 import { addDays, countedSessions, daysBetween, ratio, SESSION_MS } from './shared';
-import { inPartitions, type KeyedCounts, settledPartsQuery, summarizedDays } from './summaries';
+import {
+  addCounts,
+  emptyCounts,
+  inPartitions,
+  type KeyedCounts,
+  settledPartsQuery,
+  summarizedDays,
+} from './summaries';
 import { rangeVisitors, visitorDaysApply } from './visitors';
 
 /** SPEC 13 `overview` numbers of one range. */
@@ -166,14 +175,22 @@ async function rollupOverview(
       ? countMatchingPageviews(ch, siteId, common)
       : undefined;
   matchingPageviews?.catch(() => {});
+  // Unfiltered and without the visitors' keys, the sessions inside the range of a partition in
+  // several parts (today's) are counted apart, kept between reads (keptSessionTotals).
+  const kept = unfiltered && !withKeys ? keptPartitions(settled, common) : [];
+  const keptTotals = Promise.all(
+    kept.map(([day, parts]) => keptSessionTotals(ch, siteId, common, day, parts)),
+  );
+  keptTotals.catch(() => {});
   const [days, edges] = await Promise.all([
     unfiltered ? sessionTotalDays(ch, siteId, common, settled) : undefined,
     crossingSessions(ch, siteId, common, settled, undefined, undefined, unsureApply(ch, common)),
   ]);
   const p = new Params();
   const fields: SessionRowField[] = withKeys ? ['pageviews', 'ms', 'user_key'] : ['pageviews', 'ms'];
+  const leftOut = [...(days?.partitions ?? []), ...kept.map(([day]) => Number(day))];
   const rows = await rollupSessionRows(ch, p, siteId, common, fields, settled, {
-    restrict: days && ((q) => inPartitions(q, days.partitions, true)),
+    restrict: leftOut.length > 0 ? (q) => inPartitions(q, leftOut, true) : undefined,
     edges,
     matchedPageviews: rowPageviews,
   });
@@ -212,16 +229,59 @@ async function rollupOverview(
   };
   const users = visitors ?? Number(totals.users);
   if (matchingPageviews !== undefined) return { ...totals, pageviews: await matchingPageviews, users };
-  const summed = days?.counts.byValue.get('');
-  if (!summed) return { ...totals, users };
+  // The summarized days' totals and the kept partitions'.
+  const summed = [days?.counts, ...(await keptTotals)].flatMap((c) => c?.byValue.get('') ?? []);
+  const add = (f: 'n_sessions' | 'n_events' | 'bounces' | 'top_ms') => summed.reduce((n, r) => n + r[f], 0);
   return {
-    sessions: Number(totals.sessions) + summed.n_sessions,
-    session_pageviews: Number(totals.session_pageviews) + summed.n_events,
-    bounces: Number(totals.bounces) + summed.bounces,
-    duration_ms: Number(totals.duration_ms) + summed.top_ms,
-    pageviews: Number(totals.pageviews) + summed.n_events,
+    sessions: Number(totals.sessions) + add('n_sessions'),
+    session_pageviews: Number(totals.session_pageviews) + add('n_events'),
+    bounces: Number(totals.bounces) + add('bounces'),
+    duration_ms: Number(totals.duration_ms) + add('top_ms'),
+    pageviews: Number(totals.pageviews) + add('n_events'),
     users,
   };
+}
+
+/**
+ * The totals of one partition's sessions lying inside the range, unfiltered, as a day's summary
+ * holds them (value ''): sessions, their pageviews (`n_events`), bounces and durations (`top_ms`).
+ * For a partition in several parts, kept between reads (partitionCounts).
+ */
+function keptSessionTotals(
+  ch: ClickHouse,
+  siteId: number,
+  common: CommonParams,
+  day: string,
+  parts: string[],
+): Promise<KeyedCounts> {
+  const key = JSON.stringify(['sessions', siteId, common.startDate, common.endDate, common.timeZone, day]);
+  return partitionCounts(ch, SESSION_FACTS, siteId, day, parts, key, async (restrict) => {
+    const p = new Params();
+    const pageviews = SESSION_ROW_FIELDS.pageviews.rollup(true);
+    const [r] = await ch.query<SessionTotals>(
+      fromRollup(
+        p,
+        `${insideRange(p, siteId, common)} AND ${restrict(p)}`,
+        () =>
+          `count() AS sessions, sum(${pageviews}) AS session_pageviews, countIf(${pageviews} = 1) AS bounces,
+           sum(${SESSION_ROW_FIELDS.ms.rollup()}) AS duration_ms`,
+        undefined,
+        'session_facts',
+      ),
+      p.values,
+    );
+    const counts = emptyCounts();
+    if (r && Number(r.sessions) > 0)
+      addCounts(counts, {
+        v: '',
+        n_sessions: Number(r.sessions),
+        n_events: Number(r.session_pageviews),
+        bounces: Number(r.bounces),
+        top_ms: Number(r.duration_ms),
+        top_n: 0,
+      });
+    return counts;
+  });
 }
 
 /**

@@ -1,6 +1,13 @@
 import type { ClickHouse } from '../../client';
 import { type CommonParams, Params } from '../builder';
-import { type CountRows, combineCounts, partitionCounts, type Rollup, SESSION_PATHS } from './increments';
+import {
+  type CountRows,
+  combineCounts,
+  keptPartitions,
+  partitionCounts,
+  type Rollup,
+  SESSION_PATHS,
+} from './increments';
 import { keyInRange, keyMs, pathRows } from './paths';
 import { fromRollup, type Settled } from './rollup';
 import {
@@ -532,14 +539,7 @@ export async function liveQuarters(
         addCounts(counts, r);
       return counts;
     };
-  // Kept apart: the partitions in several parts of the range's days (other days' hold few of
-  // its sessions, if any: read with the rest, as the range's where drops their rows).
-  const near = (day: string, date: string | undefined, days: number) =>
-    date === undefined || (days < 0 ? day >= shiftedDay(date, days) : day <= shiftedDay(date, days));
-  const merging = [...(settled?.merging ?? [])].filter(
-    ([day]) =>
-      !summarized.includes(Number(day)) && near(day, common.startDate, -2) && near(day, common.endDate, 2),
-  );
+  const merging = keptPartitions(settled, common).filter(([day]) => !summarized.includes(Number(day)));
   const apart = merging.map(([day]) => Number(day));
   const rest = count(settled)(
     (p) =>
@@ -561,11 +561,4 @@ export async function liveQuarters(
   );
   const all = await Promise.all([rest, ...kept]);
   return all.reduce((sum, c) => combineCounts(sum, c, emptyCounts()), emptyCounts());
-}
-
-/** The YYYYMMDD of `date` (YYYY-MM-DD) moved by `days`. */
-function shiftedDay(date: string, days: number): string {
-  const d = new Date(`${date}T00:00:00Z`);
-  d.setUTCDate(d.getUTCDate() + days);
-  return d.toISOString().slice(0, 10).replaceAll('-', '');
 }

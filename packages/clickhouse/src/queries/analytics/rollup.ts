@@ -472,7 +472,7 @@ function byVisitorRows(
 }
 
 /** Sessions lying wholly inside the range (of `only`, narrowed by `restrict`), as a condition on rollup rows. */
-function insideRange(
+export function insideRange(
   p: Params,
   siteId: number,
   common: CommonParams,
