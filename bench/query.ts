@@ -3,6 +3,7 @@ import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { createClickHouse, type GoalDefinition } from '@trackhouse/clickhouse';
 import { runEntry, type StartedServer, startEntry, startFlags } from '../test/processes';
+import { makeEvents } from './payloads';
 
 export function option(args: string[], name: string): string | undefined {
   const i = args.indexOf(`--${name}`);
@@ -235,7 +236,7 @@ export function machineCheckMs(): number {
 }
 
 /**
- * `pnpm bench query [--events N] [--days D] [--runs R] [--data-dir DIR] [--only REGEX] [--unfiltered] [--times] [--rebuild-summaries]`: seeds a site with
+ * `pnpm bench query [--events N] [--days D] [--runs R] [--data-dir DIR] [--only REGEX] [--unfiltered] [--times] [--rebuild-summaries] [--writing N]`: seeds a site with
  * realistic events (default 10 M over 30 days; a given --data-dir is seeded once and reused),
  * starts the standalone server, waits for its background builds and then for it to go idle (the
  * engine's merges of the seed's parts done), and times every read endpoint over the 30-day range, with and
@@ -243,7 +244,9 @@ export function machineCheckMs(): number {
  * range as an export: events per second and the server's RSS growth. `--only` times the
  * endpoints (and `export`) whose name matches, `--unfiltered` skips the filtered runs, `--times` prints every run's time in order; QUERY_ROLLUPS=false in the environment times the
  * answers computed from the events alone; `--rebuild-summaries` drops the stored per-day summaries first, so
- * that the server builds them again as on a new seed.
+ * that the server builds them again as on a new seed. `--writing N` sends N events through the
+ * tracking API (one batch, not timed) before every request, as a site being visited meanwhile:
+ * today's partitions gain parts between the reads.
  */
 export async function benchQuery(args: string[]): Promise<void> {
   const events = Number(option(args, 'events') ?? 10_000_000);
@@ -251,11 +254,13 @@ export async function benchQuery(args: string[]): Promise<void> {
   const runs = Number(option(args, 'runs') ?? 30);
   const given = option(args, 'data-dir');
   const dataDir = given ? resolve(given) : mkdtempSync(join(tmpdir(), 'trackhouse-bench-query-'));
+  const writing = Number(option(args, 'writing') ?? 0);
   const env = {
     DATA_DIR: dataDir,
     LOG_LEVEL: 'warn',
     QUERY_RATE_LIMIT_MAX: '100000000',
     UV_THREADPOOL_SIZE: '16',
+    ...(writing > 0 ? { TRACK_RATE_LIMIT_MAX: '100000000' } : {}),
   };
   let server: StartedServer | undefined;
   try {
@@ -372,6 +377,20 @@ export async function benchQuery(args: string[]): Promise<void> {
     const only = option(args, 'only');
     const picked = only ? endpoints.filter(([name]) => new RegExp(only).test(name)) : endpoints;
     const rows: Record<string, string | number | boolean>[] = [];
+    // The events sent meanwhile with --writing: a batch before each request.
+    const sent = makeEvents(siteId, Math.max(1, writing) * 1000, 11);
+    let batches = 0;
+    const write = async () => {
+      if (writing === 0) return;
+      const from = (batches++ * writing) % sent.length;
+      const res = await fetch(`${server!.url}/api/track/batch`, {
+        method: 'POST',
+        headers,
+        body: JSON.stringify({ events: sent.slice(from, from + writing) }),
+      });
+      await res.arrayBuffer();
+      if (res.status !== 200) throw new Error(`writing: HTTP ${res.status}`);
+    };
     const checkBefore = machineCheckMs();
     for (const [name, path, unfiltered, filteredTarget, body] of picked) {
       for (const filtered of [false, true]) {
@@ -379,6 +398,7 @@ export async function benchQuery(args: string[]): Promise<void> {
         const url = `${base}${path}${filtered ? `&${filters}` : ''}`;
         const times: number[] = [];
         for (let i = 0; i < runs + 3; i++) {
+          await write();
           const t0 = performance.now();
           const res = await fetch(
             url,
@@ -404,7 +424,7 @@ export async function benchQuery(args: string[]): Promise<void> {
     }
     const rollups = process.env.QUERY_ROLLUPS ?? 'true';
     console.log(
-      `\n${events} events over ${days} days, ${runs} runs per endpoint (embedded engine, QUERY_ROLLUPS=${rollups})\n`,
+      `\n${events} events over ${days} days, ${runs} runs per endpoint (embedded engine, QUERY_ROLLUPS=${rollups}${writing > 0 ? `, ${writing} events written before each request` : ''})\n`,
     );
     console.table(rows);
     console.log(
