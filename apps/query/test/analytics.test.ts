@@ -7,7 +7,7 @@ import {
   METRIC_PARAMETERS,
   type StoredEvent,
 } from '@trackhouse/clickhouse';
-import { uuidv7 } from '@trackhouse/core';
+import { uuidv7, uuidv7FromSeed } from '@trackhouse/core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createQueryHarness, type QueryHarness } from './harness';
 import { f, full, query } from './params';
@@ -461,7 +461,7 @@ describe('day and hour buckets from the visitors of UTC days', () => {
     if (!h.ch.cluster) expect(Number(row?.n)).toBeGreaterThan(24);
   });
 
-  it('keep the quarter hours, visitors and session totals of a day in several parts between reads, counting again only what its added parts touch', async () => {
+  it('keep the quarter hours, visitors, session totals and keyed breakdowns of a day in several parts between reads, counting again only what its added parts touch', async () => {
     const t = await h.tenant();
     const stored = [
       ...generateEvents({
@@ -481,7 +481,7 @@ describe('day and hour buckets from the visitors of UTC days', () => {
         // The statements naming a part of 20 July (the reads of that day alone: its partition
         // of `visitor_hours` is its number of days since 1970).
         const named = JSON.stringify(params ?? {});
-        if (named.includes('"20260720_') || named.includes('"20654_')) reads.push(sql);
+        if (named.includes('"20260720') || named.includes('"20654')) reads.push(sql);
         return h.ch.query(sql, params, settings);
       },
     });
@@ -496,7 +496,18 @@ describe('day and hour buckets from the visitors of UTC days', () => {
       const res = await watched<{ data: unknown }>(`/api/sites/${t.siteId}/overview?${query(range)}`, {
         key: t.key,
       });
-      expect(res.body.data).toEqual(ref.overview(ref.selection(events, t.siteId, full(range))));
+      const selection = ref.selection(events, t.siteId, full(range));
+      expect(res.body.data).toEqual(ref.overview(selection));
+      for (const parameter of ['pathname', 'entry_page', 'exit_page', 'event_name'] as const) {
+        const res = await watched<{ data: unknown }>(
+          `/api/sites/${t.siteId}/metric?${query(range, { parameter, limit: '1000' })}`,
+          { key: t.key },
+        );
+        expect({ parameter, ...(res.body.data as object) }).toEqual({
+          parameter,
+          ...ref.metric(selection, parameter),
+        });
+      }
       // The day's own reads, merged (FINAL): of the quarter hours and session totals those not
       // beside the settled parts (UNION ALL); those of the visitors read the settled days beside.
       const tally = (marks: string[], beside = false) => {
@@ -514,6 +525,8 @@ describe('day and hour buckets from the visitors of UTC days', () => {
         quarters: tally(['tupleElement(t, 1)', 'session_paths FINAL']),
         visitors: tally(['arrayJoin(arrayConcat(', 'visitor_hours FINAL'], true),
         sessions: tally(['count() AS sessions', 'session_facts FINAL']),
+        // The four keyed breakdowns, each on its own (exit pages and event names as read).
+        keyed: tally(['n_sessions', 'session_paths FINAL', 'm_day']),
       };
     };
     const parts = async () =>
@@ -539,8 +552,19 @@ describe('day and hour buckets from the visitors of UTC days', () => {
       await insertEvents(h.ch, stored.slice(half));
       if (local) expect(await parts()).toBeGreaterThan(1);
       // Read whole once (the day's buckets, then the hours' from what was kept), then kept.
-      if (local) expect(await read(stored)).toEqual({ quarters: [1, 0], visitors: [2, 0], sessions: [1, 0] });
-      expect(await read(stored)).toEqual({ quarters: [0, 0], visitors: [0, 0], sessions: [0, 0] });
+      if (local)
+        expect(await read(stored)).toEqual({
+          quarters: [1, 0],
+          visitors: [2, 0],
+          sessions: [1, 0],
+          keyed: [4, 0],
+        });
+      expect(await read(stored)).toEqual({
+        quarters: [0, 0],
+        visitors: [0, 0],
+        sessions: [0, 0],
+        keyed: [0, 0],
+      });
       // Late pageviews in sessions of that day (one a second later, one a minute and a half
       // earlier: a session's start, duration and bounce change) and a new session: a part more,
       // whose sessions are counted now and as they were, from the kept counts.
@@ -551,15 +575,26 @@ describe('day and hour buckets from the visitors of UTC days', () => {
         {
           ...ofDay[0]!,
           user_id: '00000000000bee02',
-          session_id: uuidv7(ms),
-          event_id: uuidv7(ms),
+          session_id: uuidv7FromSeed(ms, 'new session'),
+          event_id: uuidv7FromSeed(ms, 'new session 0'),
           timestamp: '2026-07-20 09:00:00.000',
         },
       ];
       await insertEvents(h.ch, added);
       let now = [...stored, ...added];
-      if (local) expect(await read(now)).toEqual({ quarters: [0, 2], visitors: [0, 4], sessions: [0, 2] });
-      expect(await read(now)).toEqual({ quarters: [0, 0], visitors: [0, 0], sessions: [0, 0] });
+      if (local)
+        expect(await read(now)).toEqual({
+          quarters: [0, 2],
+          visitors: [0, 4],
+          sessions: [0, 2],
+          keyed: [0, 8],
+        });
+      expect(await read(now)).toEqual({
+        quarters: [0, 0],
+        visitors: [0, 0],
+        sessions: [0, 0],
+        keyed: [0, 0],
+      });
       const merge = async () => {
         await merges('START');
         for (const table of ['session_facts', 'session_paths'])
@@ -567,24 +602,66 @@ describe('day and hour buckets from the visitors of UTC days', () => {
         await h.ch.command("OPTIMIZE TABLE visitor_hours PARTITION ID '20654' FINAL");
         await merges('STOP');
       };
+      // Late pageviews in sessions from 10:00, moved by `count` ms: the same sessions are picked
+      // each time, and two keys of one millisecond (tied) would be read from the events.
       const more = async (count: number) => {
         const late = lateEvents(
           now.filter((e) => e.timestamp >= '2026-07-20 10'),
           count,
-        );
+        ).map((e) => {
+          const iso = new Date(Date.parse(`${e.timestamp.replace(' ', 'T')}Z`) + count).toISOString();
+          return { ...e, timestamp: `${iso.slice(0, 10)} ${iso.slice(11, 23)}` };
+        });
         await insertEvents(h.ch, late);
         now = [...now, ...late];
       };
       // The kept parts merged alone hold what they held: a part added after is counted from them.
       if (local) await merge();
       await more(3);
-      if (local) expect(await read(now)).toEqual({ quarters: [0, 2], visitors: [0, 4], sessions: [0, 2] });
+      if (local)
+        expect(await read(now)).toEqual({
+          quarters: [0, 2],
+          visitors: [0, 4],
+          sessions: [0, 2],
+          keyed: [0, 8],
+        });
       // A part added, merged with the kept ones into one, and one more: counted whole again.
       await more(4);
       if (local) await merge();
       await more(5);
-      if (local) expect(await read(now)).toEqual({ quarters: [1, 0], visitors: [2, 0], sessions: [1, 0] });
-      expect(await read(now)).toEqual({ quarters: [0, 0], visitors: [0, 0], sessions: [0, 0] });
+      if (local)
+        expect(await read(now)).toEqual({
+          quarters: [1, 0],
+          visitors: [2, 0],
+          sessions: [1, 0],
+          keyed: [4, 0],
+        });
+      expect(await read(now)).toEqual({
+        quarters: [0, 0],
+        visitors: [0, 0],
+        sessions: [0, 0],
+        keyed: [0, 0],
+      });
+      // Two pageviews of a new session in one millisecond (tied keys): its page breakdowns are
+      // read from the events, which hold later events too, so the day's are read whole and not
+      // kept (event names, of other events, are not tied by them: brought up to date).
+      const at = Date.parse('2026-07-20T11:00:00Z');
+      const tied = ['/tied/a', '/tied/b'].map((pathname, i) => ({
+        ...ofDay[0]!,
+        user_id: '00000000000bee03',
+        // Ids of their own time (uuidv7() never goes back in time).
+        session_id: uuidv7FromSeed(at, 'tied session'),
+        event_id: uuidv7FromSeed(at, `tied ${i}`),
+        timestamp: '2026-07-20 11:00:00.000',
+        pathname,
+      }));
+      await insertEvents(h.ch, tied);
+      now = [...now, ...tied];
+      if (local) {
+        expect((await read(now)).keyed).toEqual([3, 8]);
+        // Read again: the page breakdowns as before, the event names from what was kept.
+        expect((await read(now)).keyed).toEqual([3, 6]);
+      } else await read(now);
     } finally {
       if (local) await merges('START');
     }

@@ -95,9 +95,12 @@ export function combineCounts(base: KeyedCounts, plus: KeyedCounts, minus: Keyed
 
 /**
  * A condition on a rollup's rows (bound with `p`) and the counts of the rows meeting it,
- * merged (FINAL).
+ * merged (FINAL); `unkept` when they are not only of those rows (some were counted from the
+ * events, which hold later events too), so that they can be neither kept nor taken from.
  */
-export type CountRows = (restrict: (p: Params) => string) => Promise<KeyedCounts>;
+export type CountRows = (
+  restrict: (p: Params) => string,
+) => Promise<Counted['counts'] & { unkept?: boolean }>;
 
 /** A rollup read so, and the columns of its sort key that name one of its sessions or visitors. */
 export interface Rollup {
@@ -162,6 +165,8 @@ export async function partitionCounts(
   const holder = await kept.read(ch, key, async () => ({ states: [] }));
   const state = [...holder.states].sort((a, b) => b.upTo - a.upTo).find((s) => stillHolds(s, parts));
   let counts: KeyedCounts;
+  // Counts not only of the rows read (unkept): taken as they are, not kept.
+  let keep = true;
   if (state?.upTo === upTo) counts = state.counts;
   else if (state) {
     const added = parts.filter((b) => b.min > state.upTo);
@@ -175,14 +180,20 @@ export async function partitionCounts(
       count((p) => `${inParts(p, parts)} AND ${touched(p)}`),
       count((p) => `${inParts(p, before)} AND ${touched(p)}`),
     ]);
+    if (now.unkept || then.unkept) return whole();
     counts = combineCounts(state.counts, now, then);
-  } else counts = await count((p) => inParts(p, parts));
+  } else {
+    const read = await count((p) => inParts(p, parts));
+    counts = read;
+    keep = !read.unkept;
+  }
   const [active] = await ch.query<{ n: number }>(
     `SELECT count() AS n FROM system.parts
      WHERE database = currentDatabase() AND table = {table:String} AND active AND name IN {parts:Array(String)}`,
     { table: rollup.table, parts: names },
   );
   if (Number(active?.n) !== names.length) return whole();
+  if (!keep) return counts;
   holder.states = [...holder.states.filter((s) => s.upTo !== upTo), { upTo, parts, counts }]
     .sort((a, b) => a.upTo - b.upTo)
     .slice(-STATES);

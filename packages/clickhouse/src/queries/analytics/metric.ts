@@ -1,5 +1,6 @@
 import type { ClickHouse } from '../../client';
 import { type CommonParams, type FilterParameter, Params, rangeCondition } from '../builder';
+import { keptPartitions, partitionCounts, SESSION_PATHS } from './increments';
 import { sessionPageCounts, sessionPagesApply } from './pages';
 import {
   byteOrder,
@@ -511,8 +512,8 @@ function keyedEventNames(
 /**
  * Every value of a page parameter or event name with its counts, unfiltered, from
  * `session_paths` (narrowed by `restrict`), per partition day with `byDay` (else all under day
- * 0); the tied sessions from their events, added in. Undefined when too many are tied to list
- * them.
+ * 0); the tied sessions from their events, added in (`ties.found` then set). Undefined when too
+ * many are tied to list them.
  */
 async function keyedCounts(
   ch: ClickHouse,
@@ -524,6 +525,7 @@ async function keyedCounts(
   byDay = false,
   matching?: (p: Params) => string,
   pageNames: () => Promise<PageNames> = () => readPageNames(ch, siteId),
+  ties?: { found: boolean },
 ): Promise<Map<number, KeyedCounts> | undefined> {
   const p = new Params();
   const narrow = restrict?.(p);
@@ -567,6 +569,7 @@ async function keyedCounts(
     counts.all_events += Number(r.e_part);
   }
   const tiedSessions = tied.flatMap((r) => r.tied_sessions);
+  if (tiedSessions.length > 0 && ties) ties.found = true;
   if (tiedSessions.length > 0) {
     const q = new Params();
     const within = sessionsWithin(q, sessionsAt(tiedSessions));
@@ -621,25 +624,87 @@ async function keyedMetricRows(
     common.filters.length > 0 && parameter !== 'event_name' && sessionPagesApply(ch, common)
       ? await sessionPageCounts(ch, siteId, common, parameter, settled, 'session_paths', pageNames)
       : undefined;
+  // Unfiltered, a partition in several parts (today's) is counted apart and kept between reads
+  // (keptKeyedCounts); undefined when too many of its sessions are tied to list.
+  const kept = days ? keptPartitions(settled, common) : [];
+  const keptCounts = Promise.all(
+    kept.map(([day, parts]) => keptKeyedCounts(ch, siteId, common, parameter, day, parts, pageNames)),
+  );
+  keptCounts.catch(() => {});
+  const leftOut = [...(days?.partitions ?? []), ...kept.map(([day]) => Number(day))];
   const live = await keyedCounts(
     ch,
     siteId,
     common,
     parameter,
     settled,
-    days ? (p) => inPartitions(p, days.partitions, true) : pages?.restrict,
+    days ? (p) => inPartitions(p, leftOut, true) : pages?.restrict,
     false,
     pages?.matching,
     pageNames,
   );
   const paged = await pages?.counts;
-  if (!live) return undefined;
+  const apart = await keptCounts;
+  if (!live || apart.includes(undefined)) return undefined;
   const counts = emptyCounts();
-  for (const part of live.values()) mergeCounts(counts, part);
+  for (const part of [...live.values(), ...(apart as KeyedCounts[])]) mergeCounts(counts, part);
   if (days) mergeCounts(counts, days.counts);
   if (paged) mergeCounts(counts, paged);
   return rankedValues(counts, parameter === 'event_name');
 }
+
+/**
+ * keyedCounts of one partition in several parts, unfiltered, kept between reads
+ * (partitionCounts). Counts with tied sessions, computed from the events, are neither kept nor
+ * brought up to date (the events hold what later parts add). Undefined when too many of them
+ * are tied to list.
+ */
+async function keptKeyedCounts(
+  ch: ClickHouse,
+  siteId: number,
+  common: CommonParams,
+  parameter: KeyedParameter,
+  day: string,
+  parts: string[],
+  pageNames: () => Promise<PageNames>,
+): Promise<KeyedCounts | undefined> {
+  const key = JSON.stringify([
+    'keyed',
+    parameter,
+    siteId,
+    common.startDate,
+    common.endDate,
+    common.timeZone,
+    day,
+  ]);
+  try {
+    return await partitionCounts(ch, SESSION_PATHS, siteId, day, parts, key, async (restrict) => {
+      const ties = { found: false };
+      const byDay = await keyedCounts(
+        ch,
+        siteId,
+        common,
+        parameter,
+        undefined,
+        restrict,
+        false,
+        undefined,
+        pageNames,
+        ties,
+      );
+      if (!byDay) throw new TooManyTied();
+      const counts = emptyCounts();
+      for (const part of byDay.values()) mergeCounts(counts, part);
+      return ties.found ? { ...counts, unkept: true } : counts;
+    });
+  } catch (e) {
+    if (e instanceof TooManyTied) return undefined;
+    throw e;
+  }
+}
+
+/** A kept partition's sessions too many tied to list (keptKeyedCounts). */
+class TooManyTied extends Error {}
 
 /** Values ranked (empty ones left out), each with the totals: by count, ties by value. */
 function rankedValues(counts: KeyedCounts, isEvent: boolean): Row[] {
