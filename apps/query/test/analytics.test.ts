@@ -529,6 +529,12 @@ describe('day and hour buckets from the visitors of UTC days', () => {
         keyed: tally(['n_sessions', 'session_paths FINAL', 'm_day']),
       };
     };
+    // What read() finds: a day read whole (the quarter hours once, the visitors once per bucket
+    // kind, the four breakdowns), brought up to date from an added part (each twice: now and as
+    // it was), and kept (nothing read).
+    const WHOLE = { quarters: [1, 0], visitors: [2, 0], sessions: [1, 0], keyed: [4, 0] };
+    const TOUCHED = { quarters: [0, 2], visitors: [0, 4], sessions: [0, 2], keyed: [0, 8] };
+    const KEPT = { quarters: [0, 0], visitors: [0, 0], sessions: [0, 0], keyed: [0, 0] };
     const parts = async () =>
       (
         await h.ch.query<{ partition: string; n: number }>(
@@ -552,19 +558,8 @@ describe('day and hour buckets from the visitors of UTC days', () => {
       await insertEvents(h.ch, stored.slice(half));
       if (local) expect(await parts()).toBeGreaterThan(1);
       // Read whole once (the day's buckets, then the hours' from what was kept), then kept.
-      if (local)
-        expect(await read(stored)).toEqual({
-          quarters: [1, 0],
-          visitors: [2, 0],
-          sessions: [1, 0],
-          keyed: [4, 0],
-        });
-      expect(await read(stored)).toEqual({
-        quarters: [0, 0],
-        visitors: [0, 0],
-        sessions: [0, 0],
-        keyed: [0, 0],
-      });
+      if (local) expect(await read(stored)).toEqual(WHOLE);
+      expect(await read(stored)).toEqual(KEPT);
       // Late pageviews in sessions of that day (one a second later, one a minute and a half
       // earlier: a session's start, duration and bounce change) and a new session: a part more,
       // whose sessions are counted now and as they were, from the kept counts.
@@ -582,19 +577,8 @@ describe('day and hour buckets from the visitors of UTC days', () => {
       ];
       await insertEvents(h.ch, added);
       let now = [...stored, ...added];
-      if (local)
-        expect(await read(now)).toEqual({
-          quarters: [0, 2],
-          visitors: [0, 4],
-          sessions: [0, 2],
-          keyed: [0, 8],
-        });
-      expect(await read(now)).toEqual({
-        quarters: [0, 0],
-        visitors: [0, 0],
-        sessions: [0, 0],
-        keyed: [0, 0],
-      });
+      if (local) expect(await read(now)).toEqual(TOUCHED);
+      expect(await read(now)).toEqual(KEPT);
       const merge = async () => {
         await merges('START');
         for (const table of ['session_facts', 'session_paths'])
@@ -618,30 +602,13 @@ describe('day and hour buckets from the visitors of UTC days', () => {
       // The kept parts merged alone hold what they held: a part added after is counted from them.
       if (local) await merge();
       await more(3);
-      if (local)
-        expect(await read(now)).toEqual({
-          quarters: [0, 2],
-          visitors: [0, 4],
-          sessions: [0, 2],
-          keyed: [0, 8],
-        });
+      if (local) expect(await read(now)).toEqual(TOUCHED);
       // A part added, merged with the kept ones into one, and one more: counted whole again.
       await more(4);
       if (local) await merge();
       await more(5);
-      if (local)
-        expect(await read(now)).toEqual({
-          quarters: [1, 0],
-          visitors: [2, 0],
-          sessions: [1, 0],
-          keyed: [4, 0],
-        });
-      expect(await read(now)).toEqual({
-        quarters: [0, 0],
-        visitors: [0, 0],
-        sessions: [0, 0],
-        keyed: [0, 0],
-      });
+      if (local) expect(await read(now)).toEqual(WHOLE);
+      expect(await read(now)).toEqual(KEPT);
       // Two pageviews of a new session in one millisecond (tied keys): its page breakdowns are
       // read from the events, which hold later events too, so the day's are read whole and not
       // kept (event names, of other events, are not tied by them: brought up to date).
