@@ -1,13 +1,6 @@
 import type { ClickHouse } from '../../client';
 import { type CommonParams, Params } from '../builder';
-import {
-  type CountRows,
-  combineCounts,
-  keptPartitions,
-  partitionCounts,
-  type Rollup,
-  SESSION_PATHS,
-} from './increments';
+import { type CountRows, keptPartitions, partitionCounts, type Rollup, SESSION_PATHS } from './increments';
 import { keyInRange, keyMs, pathRows } from './paths';
 import { fromRollup, type Settled } from './rollup';
 import {
@@ -15,6 +8,7 @@ import {
   emptyCounts,
   inPartitions,
   type KeyedCounts,
+  mergeCounts,
   summarizedDays,
   type ValueCounts,
 } from './summaries';
@@ -560,5 +554,7 @@ export async function liveQuarters(
     ),
   );
   const all = await Promise.all([rest, ...kept]);
-  return all.reduce((sum, c) => combineCounts(sum, c, emptyCounts()), emptyCounts());
+  const counts = emptyCounts();
+  for (const c of all) mergeCounts(counts, c);
+  return counts;
 }
