@@ -1,6 +1,6 @@
 import { readdir, readFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { uuidv7 } from '@trackhouse/core';
+import { uuidv7, uuidv7FromSeed } from '@trackhouse/core';
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { CLICKHOUSE_MIGRATIONS, createTestClickHouse } from '../../../test/helpers';
@@ -14,6 +14,8 @@ import {
   readRollup,
   rollupSessionRows,
   type Settled,
+  sessionPartitions,
+  settledParts,
   splitStatements,
   VISITOR_ATTRIBUTES,
   withParams,
@@ -439,6 +441,53 @@ describe('embedded ClickHouse', () => {
     }
     expect(unhandled).toEqual([]);
     expect(await ch.query<{ n: number }>('SELECT count() AS n FROM numbers(10)')).toEqual([{ n: 10 }]);
+  });
+});
+
+describe('sessionPartitions', () => {
+  it("names the session rollup's partition of an id as the engine computes it, and none where it cannot", async () => {
+    const years = [Date.UTC(1995, 0, 1), Date.UTC(2105, 0, 1)] as const;
+    await fc.assert(
+      fc.asyncProperty(fc.integer({ min: years[0], max: years[1] }), fc.string(), async (ms, seed) => {
+        const id = uuidv7FromSeed(ms, seed);
+        const [row] = await ch.query<{ day: string }>(
+          `SELECT toString(toYYYYMMDD(UUIDv7ToDateTime(toUUID({id:String}), 'UTC'))) AS day`,
+          { id },
+        );
+        const year = new Date(ms).getUTCFullYear();
+        const days = sessionPartitions([id], 'UTC');
+        if (year >= 2000 && year < 2100) expect([...days!]).toEqual([row!.day]);
+        else expect(days).toBeUndefined();
+      }),
+      { numRuns: 200 },
+    );
+    // Seeded: a plain id never takes a time before the last one made.
+    const at = (iso: string) => uuidv7FromSeed(Date.parse(iso), iso);
+    const ids = [at('2026-03-29T00:00:00Z'), at('2026-03-29T23:59:59.999Z')];
+    expect(sessionPartitions(ids, 'Etc/UTC')).toEqual(new Set(['20260329']));
+    expect(sessionPartitions([...ids, at('2026-03-30T00:00:00Z')], 'UTC')).toEqual(
+      new Set(['20260329', '20260330']),
+    );
+    // Another zone's days, an id of another version or variant, or in capitals: not computed.
+    expect(sessionPartitions(ids, 'Europe/Berlin')).toBeUndefined();
+    expect(sessionPartitions(ids, undefined)).toBeUndefined();
+    for (const other of [
+      ids[0]!.replace(/^(.{14})7/, '$14'),
+      ids[0]!.replace(/^(.{19})./, '$1c'),
+      ids[0]!.toUpperCase(),
+    ])
+      expect({ other, days: sessionPartitions([ids[1]!, other], 'UTC') }).toEqual({ other, days: undefined });
+  });
+
+  it("reads the engine's time zone with the settled parts", async () => {
+    if (ch.cluster) return;
+    const [engine] = await ch.query<{ zone: string }>('SELECT timezone() AS zone');
+    await ch.writer.insert({
+      table: 'events',
+      values: [row(11, uuidv7(), '2026-11-20 10:00:00.000')],
+      format: 'JSONEachRow',
+    });
+    expect((await settledParts(ch, 'session_facts')).zone).toBe(engine!.zone);
   });
 });
 
