@@ -633,6 +633,89 @@ describe('day and hour buckets from the visitors of UTC days', () => {
       if (local) await merges('START');
     }
   });
+
+  it('keep the keyed breakdowns of the settled partitions read beside the summarized days by their parts, and read them again once a late event changes one', async () => {
+    const t = await h.tenant();
+    const stored = [
+      ...generateEvents({
+        siteId: t.siteId,
+        events: 900,
+        days: 3,
+        end: new Date('2026-06-20T18:00:00Z'),
+        seed: 54,
+      }),
+    ];
+    // A session of 17 June's partition (a UTC day) crossing into the range at Berlin's midnight
+    // (22:00 UTC): read beside the range's summarized days.
+    const ms = Date.parse('2026-06-17T21:50:00Z');
+    const crossing = ['21:50:00', '22:10:00'].map((time, i) => ({
+      ...stored[0]!,
+      user_id: '00000000000bee04',
+      session_id: uuidv7FromSeed(ms, 'crossing session'),
+      event_id: uuidv7FromSeed(ms + i, `crossing ${i}`),
+      timestamp: `2026-06-17 ${time}.000`,
+      type: 'pageview' as const,
+      event_name: '',
+      pathname: `/crossing/${i}`,
+    }));
+    let now = [...stored, ...crossing];
+    await insertEvents(h.ch, now);
+    const local = !h.ch.cluster;
+    const settle = async () => {
+      if (local)
+        for (const table of ['session_facts', 'session_paths'])
+          await h.ch.command(`OPTIMIZE TABLE ${table} FINAL`);
+    };
+    await settle();
+    const range = { startDate: '2026-06-18', endDate: '2026-06-20', timeZone: 'Europe/Berlin' };
+    const reads: string[] = [];
+    const watched = h.jsonOn({
+      ...h.ch,
+      query: (sql, params, settings) => {
+        // The keyed counts of the parts read alone (no partition merged) naming 17 June's part.
+        if (
+          sql.includes('n_sessions') &&
+          !sql.includes('FINAL') &&
+          JSON.stringify(params ?? {}).includes('"20260617_')
+        )
+          reads.push(sql);
+        return h.ch.query(sql, params, settings);
+      },
+    });
+    /** The four keyed breakdowns against the reference, and how many read 17 June's part. */
+    const read = async (events: StoredEvent[]) => {
+      reads.length = 0;
+      const selection = ref.selection(events, t.siteId, full(range));
+      for (const parameter of ['pathname', 'entry_page', 'exit_page', 'event_name'] as const) {
+        const res = await watched<{ data: unknown }>(
+          `/api/sites/${t.siteId}/metric?${query(range, { parameter, limit: '1000' })}`,
+          { key: t.key },
+        );
+        expect({ parameter, ...(res.body.data as object) }).toEqual({
+          parameter,
+          ...ref.metric(selection, parameter),
+        });
+      }
+      return reads.length;
+    };
+    // Read once (the range's days summarized meanwhile), then again: the part's counts kept.
+    expect(await read(now)).toBe(local ? 4 : 0);
+    expect(await read(now)).toBe(0);
+    // A late pageview of the crossing session: its partition in two parts, merged at every read.
+    const late = {
+      ...crossing[1]!,
+      event_id: uuidv7FromSeed(ms + 2, 'crossing 2'),
+      timestamp: '2026-06-17 22:20:00.000',
+      pathname: '/crossing/2',
+    };
+    await insertEvents(h.ch, [late]);
+    now = [...now, late];
+    expect(await read(now)).toBe(0);
+    // Merged into a part of another name: read again once, then kept.
+    await settle();
+    expect(await read(now)).toBe(local ? 4 : 0);
+    expect(await read(now)).toBe(0);
+  });
 });
 
 describe('users list where one visitor holds the latest sessions', () => {
