@@ -461,7 +461,7 @@ describe('day and hour buckets from the visitors of UTC days', () => {
     if (!h.ch.cluster) expect(Number(row?.n)).toBeGreaterThan(24);
   });
 
-  it('keep the quarter hours, visitors, session totals and keyed breakdowns of a day in several parts between reads, counting again only what its added parts touch', async () => {
+  it('keep the quarter hours, visitors, session totals, keyed breakdowns and session attributes of a day in several parts between reads, counting again only what its added parts touch', async () => {
     const t = await h.tenant();
     const stored = [
       ...generateEvents({
@@ -498,7 +498,14 @@ describe('day and hour buckets from the visitors of UTC days', () => {
       });
       const selection = ref.selection(events, t.siteId, full(range));
       expect(res.body.data).toEqual(ref.overview(selection));
-      for (const parameter of ['pathname', 'entry_page', 'exit_page', 'event_name'] as const) {
+      for (const parameter of [
+        'pathname',
+        'entry_page',
+        'exit_page',
+        'event_name',
+        'country',
+        'referrer',
+      ] as const) {
         const res = await watched<{ data: unknown }>(
           `/api/sites/${t.siteId}/metric?${query(range, { parameter, limit: '1000' })}`,
           { key: t.key },
@@ -527,14 +534,22 @@ describe('day and hour buckets from the visitors of UTC days', () => {
         sessions: tally(['count() AS sessions', 'session_facts FINAL']),
         // The four keyed breakdowns, each on its own (exit pages and event names as read).
         keyed: tally(['n_sessions', 'session_paths FINAL', 'm_day']),
+        // Two session attributes' breakdowns.
+        attributes: tally(['n_sessions', 'session_facts FINAL', 'GROUP BY v']),
       };
     };
     // What read() finds: a day read whole (the quarter hours once, the visitors once per bucket
     // kind, the four breakdowns), brought up to date from an added part (each twice: now and as
     // it was), and kept (nothing read).
-    const WHOLE = { quarters: [1, 0], visitors: [2, 0], sessions: [1, 0], keyed: [4, 0] };
-    const TOUCHED = { quarters: [0, 2], visitors: [0, 4], sessions: [0, 2], keyed: [0, 8] };
-    const KEPT = { quarters: [0, 0], visitors: [0, 0], sessions: [0, 0], keyed: [0, 0] };
+    const WHOLE = { quarters: [1, 0], visitors: [2, 0], sessions: [1, 0], keyed: [4, 0], attributes: [2, 0] };
+    const TOUCHED = {
+      quarters: [0, 2],
+      visitors: [0, 4],
+      sessions: [0, 2],
+      keyed: [0, 8],
+      attributes: [0, 4],
+    };
+    const KEPT = { quarters: [0, 0], visitors: [0, 0], sessions: [0, 0], keyed: [0, 0], attributes: [0, 0] };
     const parts = async () =>
       (
         await h.ch.query<{ partition: string; n: number }>(
@@ -634,7 +649,7 @@ describe('day and hour buckets from the visitors of UTC days', () => {
     }
   });
 
-  it('keep the keyed breakdowns of the settled partitions read beside the summarized days by their parts, and read them again once a late event changes one', async () => {
+  it('keep the keyed breakdowns and crossing sessions of the settled partitions read beside the summarized days by their parts, and read them again once a late event changes one', async () => {
     const t = await h.tenant();
     const stored = [
       ...generateEvents({
@@ -658,7 +673,16 @@ describe('day and hour buckets from the visitors of UTC days', () => {
       event_name: '',
       pathname: `/crossing/${i}`,
     }));
-    let now = [...stored, ...crossing];
+    // A session of that day ending before the range, until a late event carries it across.
+    const before = ['21:30:00', '21:40:00'].map((time, i) => ({
+      ...crossing[0]!,
+      user_id: '00000000000bee05',
+      session_id: uuidv7FromSeed(ms, 'session before'),
+      event_id: uuidv7FromSeed(ms + i, `before ${i}`),
+      timestamp: `2026-06-17 ${time}.000`,
+      pathname: `/before/${i}`,
+    }));
+    let now = [...stored, ...crossing, ...before];
     await insertEvents(h.ch, now);
     const local = !h.ch.cluster;
     const settle = async () => {
@@ -672,21 +696,23 @@ describe('day and hour buckets from the visitors of UTC days', () => {
     const watched = h.jsonOn({
       ...h.ch,
       query: (sql, params, settings) => {
-        // The keyed counts of the parts read alone (no partition merged) naming 17 June's part.
-        if (
-          sql.includes('n_sessions') &&
-          !sql.includes('FINAL') &&
-          JSON.stringify(params ?? {}).includes('"20260617_')
-        )
-          reads.push(sql);
+        if (!sql.includes('FINAL')) reads.push(`${sql} ${JSON.stringify(params ?? {})}`);
         return h.ch.query(sql, params, settings);
       },
     });
-    /** The four keyed breakdowns against the reference, and how many read 17 June's part. */
+    /**
+     * The overview and five breakdowns against the reference, and of the reads of settled parts
+     * alone (no partition merged), how many counted keys naming 17 June's part, and how many
+     * found crossing sessions.
+     */
     const read = async (events: StoredEvent[]) => {
       reads.length = 0;
       const selection = ref.selection(events, t.siteId, full(range));
-      for (const parameter of ['pathname', 'entry_page', 'exit_page', 'event_name'] as const) {
+      const overview = await watched<{ data: unknown }>(`/api/sites/${t.siteId}/overview?${query(range)}`, {
+        key: t.key,
+      });
+      expect(overview.body.data).toEqual(ref.overview(selection));
+      for (const parameter of ['pathname', 'entry_page', 'exit_page', 'event_name', 'country'] as const) {
         const res = await watched<{ data: unknown }>(
           `/api/sites/${t.siteId}/metric?${query(range, { parameter, limit: '1000' })}`,
           { key: t.key },
@@ -696,25 +722,42 @@ describe('day and hour buckets from the visitors of UTC days', () => {
           ...ref.metric(selection, parameter),
         });
       }
-      return reads.length;
+      return {
+        keyed: reads.filter((r) => r.includes('n_sessions') && r.includes('"20260617_')).length,
+        crossing: reads.filter((r) => r.includes('edge_until')).length,
+      };
     };
-    // Read once (the range's days summarized meanwhile), then again: the part's counts kept.
-    expect(await read(now)).toBe(local ? 4 : 0);
-    expect(await read(now)).toBe(0);
-    // A late pageview of the crossing session: its partition in two parts, merged at every read.
-    const late = {
-      ...crossing[1]!,
-      event_id: uuidv7FromSeed(ms + 2, 'crossing 2'),
-      timestamp: '2026-06-17 22:20:00.000',
-      pathname: '/crossing/2',
-    };
-    await insertEvents(h.ch, [late]);
-    now = [...now, late];
-    expect(await read(now)).toBe(0);
+    // Read once (the range's days summarized meanwhile), then again: the parts' counts and
+    // crossing sessions kept (on a cluster no part is settled: every read merges).
+    const once = local ? { keyed: 4, crossing: 1 } : { keyed: 0, crossing: 0 };
+    const kept = { keyed: 0, crossing: 0 };
+    expect(await read(now)).toEqual(once);
+    expect(await read(now)).toEqual(kept);
+    // Late pageviews of the crossing session and of the one before the range, which now crosses
+    // too: their partition in two parts, merged at every read (the other parts' crossing
+    // sessions read once more, by their names now).
+    const late = [
+      {
+        ...crossing[1]!,
+        event_id: uuidv7FromSeed(ms + 2, 'crossing 2'),
+        timestamp: '2026-06-17 22:20:00.000',
+        pathname: '/crossing/2',
+      },
+      {
+        ...before[1]!,
+        event_id: uuidv7FromSeed(ms + 2, 'before 2'),
+        timestamp: '2026-06-17 22:05:00.000',
+        pathname: '/before/2',
+      },
+    ];
+    await insertEvents(h.ch, late);
+    now = [...now, ...late];
+    expect(await read(now)).toEqual({ ...kept, crossing: once.crossing });
+    expect(await read(now)).toEqual(kept);
     // Merged into a part of another name: read again once, then kept.
     await settle();
-    expect(await read(now)).toBe(local ? 4 : 0);
-    expect(await read(now)).toBe(0);
+    expect(await read(now)).toEqual(once);
+    expect(await read(now)).toEqual(kept);
   });
 });
 

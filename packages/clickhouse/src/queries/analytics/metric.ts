@@ -1,6 +1,6 @@
 import type { ClickHouse } from '../../client';
 import { type CommonParams, type FilterParameter, Params, rangeCondition } from '../builder';
-import { keptPartitions, partitionCounts, SESSION_PATHS } from './increments';
+import { keptPartitions, partitionCounts, SESSION_FACTS, SESSION_PATHS } from './increments';
 import { memo } from './memo';
 import { sessionPageCounts, sessionPagesApply } from './pages';
 import {
@@ -23,6 +23,7 @@ import {
 import {
   crossingSessions,
   fromRollup,
+  insideRange,
   matchedSessions,
   readRollup,
   rollupSessionRows,
@@ -187,9 +188,17 @@ async function sessionAttributeRows(
       : undefined,
     crossingSessions(ch, siteId, common, settled, undefined, undefined, unsureApply(ch, common)),
   ]);
+  // Unfiltered, the sessions inside the range of a partition in several parts (today's) are
+  // counted apart, kept between reads (keptAttributeCounts).
+  const kept = days ? keptPartitions(settled, common) : [];
+  const keptCounts = Promise.all(
+    kept.map(([day, parts]) => keptAttributeCounts(ch, siteId, common, parameter, day, parts)),
+  );
+  keptCounts.catch(() => {});
+  const leftOut = [...(days?.partitions ?? []), ...kept.map(([day]) => Number(day))];
   const p = new Params();
   const sessions = await rollupSessionRows(ch, p, siteId, common, ['pageviews', parameter], settled, {
-    restrict: days && ((q) => inPartitions(q, days.partitions, true)),
+    restrict: days && ((q) => inPartitions(q, leftOut, true)),
     edges,
   });
   const live = await ch.query<ValueCounts>(
@@ -198,8 +207,37 @@ async function sessionAttributeRows(
   );
   const counts = emptyCounts();
   addSessionValues(counts, live);
-  if (days) mergeCounts(counts, days.counts);
+  for (const part of [days?.counts, ...(await keptCounts)]) if (part) mergeCounts(counts, part);
   return rankedValues(counts, false);
+}
+
+/**
+ * A session attribute's counts over one partition's sessions lying inside the range,
+ * unfiltered, as a day's summary holds them; for a partition in several parts, kept between
+ * reads (partitionCounts).
+ */
+function keptAttributeCounts(
+  ch: ClickHouse,
+  siteId: number,
+  common: CommonParams,
+  parameter: SessionAttribute,
+  day: string,
+  parts: string[],
+): Promise<KeyedCounts> {
+  const key = JSON.stringify([parameter, siteId, common.startDate, common.endDate, common.timeZone, day]);
+  return partitionCounts(ch, SESSION_FACTS, siteId, day, parts, key, async (restrict) => {
+    const p = new Params();
+    const pageviews = SESSION_ROW_FIELDS.pageviews.rollup(true);
+    const rows = await ch.query<ValueCounts>(
+      `SELECT ${SESSION_ROW_FIELDS[parameter].rollup(true)} AS v, ${SESSION_VALUE_COUNTS(pageviews)}
+       FROM session_facts FINAL WHERE ${insideRange(p, siteId, common)} AND ${restrict(p)}
+       GROUP BY v`,
+      p.values,
+    );
+    const counts = emptyCounts();
+    addSessionValues(counts, rows);
+    return counts;
+  });
 }
 
 /** A session value's counts over per-session rows with their pageviews (`pageviews`). */

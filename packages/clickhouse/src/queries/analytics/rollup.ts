@@ -1,5 +1,6 @@
 import type { ClickHouse } from '../../client';
 import { type CommonParams, Params, rangeBounds, rangeCondition } from '../builder';
+import { memo } from './memo';
 import { builtPathTest, type PageDays, pageDays, passingPaths, sessionPagesApply } from './pages';
 import {
   rowFilterCondition,
@@ -760,25 +761,74 @@ export async function crossingSessions(
     ...(only ? [onlyCondition(p, only)] : []),
     ...(restrict ? [restrict(p)] : []),
   ].join(' AND ');
-  const [row] = await ch.query<{
-    ids: string[];
-    users: string[];
-    edge_until: string | null;
-    edge_from: string | null;
-  }>(
-    `SELECT groupArray(session_id) AS ids, groupArray(toString(user_key)) AS users,
-       ${from ? `toString(maxIfOrNull(session_end, session_start < ${from}))` : 'NULL'} AS edge_until,
-       ${to ? `toString(minIfOrNull(session_start, session_end >= ${to}))` : 'NULL'} AS edge_from
-     FROM (${sessionSpans(p, siteId, common, settled, where)})`,
-    p.values,
-  );
+  const edgesOf = async (rows: string): Promise<CrossingRow> => {
+    const [row] = await ch.query<CrossingRow>(
+      `SELECT groupArray(session_id) AS ids, groupArray(toString(user_key)) AS users,
+         ${from ? `toString(maxIfOrNull(session_end, session_start < ${from}))` : 'NULL'} AS edge_until,
+         ${to ? `toString(minIfOrNull(session_start, session_end >= ${to}))` : 'NULL'} AS edge_from
+       FROM (${rows})`,
+      p.values,
+    );
+    return row ?? { ids: [], users: [], edge_until: null, edge_from: null };
+  };
+  const rows =
+    !settled || only || restrict
+      ? [await edgesOf(sessionSpans(p, siteId, common, settled, where))]
+      : await Promise.all([
+          // The settled parts' crossing sessions, kept by the parts' names; those of the other
+          // partitions merged, of those that can hold one (by their rows' least start and
+          // greatest end: exact, as overlappingPartitions).
+          keptCrossing.read(
+            ch,
+            JSON.stringify([siteId, common.startDate, common.endDate, common.timeZone, settled.parts]),
+            () => edgesOf(sessionSpans(p, siteId, common, { ...settled, alone: true }, where)),
+          ),
+          edgesOf(
+            fromRollup(
+              p,
+              `${where} AND _partition_id NOT IN ${p.bind('Array(String)', settled.partitions)}`,
+              () => 'session_id, session_start, session_end, user_key',
+              undefined,
+              'session_facts',
+              undefined,
+              [
+                overlappingPartitions(p, siteId, common, settled),
+                `_partition_id IN (SELECT _partition_id FROM session_facts
+                   WHERE site_id = ${p.bind('UInt32', siteId)} AND _partition_id NOT IN ${p.bind('Array(String)', settled.partitions)}
+                   GROUP BY _partition_id
+                   HAVING ${[from && `min(session_start) < ${from}`, to && `max(session_end) >= ${to}`].filter(Boolean).join(' OR ')})`,
+              ]
+                .filter(Boolean)
+                .join(' AND '),
+            ),
+          ),
+        ]);
+  // The engine's text of a time (YYYY-MM-DD hh:mm:ss.sss) sorts as the time does.
+  const known = (values: (string | null)[]) => values.filter((v): v is string => v !== null).sort();
   return {
-    ...sortedById(row?.ids ?? [], row?.users ?? []),
-    until: row?.edge_until ?? null,
-    from: row?.edge_from ?? null,
+    ...sortedById(
+      rows.flatMap((r) => r.ids),
+      rows.flatMap((r) => r.users),
+    ),
+    until: known(rows.map((r) => r.edge_until)).at(-1) ?? null,
+    from: known(rows.map((r) => r.edge_from))[0] ?? null,
     unsure: await unsure,
   };
 }
+
+/** A crossingSessions read: the sessions, their visitors, and the two bounds. */
+interface CrossingRow {
+  ids: string[];
+  users: string[];
+  edge_until: string | null;
+  edge_from: string | null;
+}
+
+/**
+ * The crossing sessions of a site's range in its settled parts, by the parts' names: a few
+ * thousand ids at 100 M events, so few ranges are kept.
+ */
+const keptCrossing = memo<CrossingRow>(32);
 
 /**
  * Session ids with their visitors, sorted by id: the lists become the bound values of later
