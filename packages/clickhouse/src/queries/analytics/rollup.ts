@@ -777,7 +777,8 @@ export async function crossingSessions(
       : await Promise.all([
           // The settled parts' crossing sessions, kept by the parts' names; those of the other
           // partitions merged, of those that can hold one (by their rows' least start and
-          // greatest end: exact, as overlappingPartitions).
+          // greatest end, overlapping the range and past one of its ends: exact, as
+          // overlappingPartitions).
           keptCrossing.read(
             ch,
             JSON.stringify([siteId, common.startDate, common.endDate, common.timeZone, settled.parts]),
@@ -791,15 +792,16 @@ export async function crossingSessions(
               undefined,
               'session_facts',
               undefined,
-              [
-                overlappingPartitions(p, siteId, common, settled),
-                `_partition_id IN (SELECT _partition_id FROM session_facts
-                   WHERE site_id = ${p.bind('UInt32', siteId)} AND _partition_id NOT IN ${p.bind('Array(String)', settled.partitions)}
-                   GROUP BY _partition_id
-                   HAVING ${[from && `min(session_start) < ${from}`, to && `max(session_end) >= ${to}`].filter(Boolean).join(' OR ')})`,
-              ]
-                .filter(Boolean)
-                .join(' AND '),
+              `_partition_id IN (SELECT _partition_id FROM session_facts
+                 WHERE site_id = ${p.bind('UInt32', siteId)} AND _partition_id NOT IN ${p.bind('Array(String)', settled.partitions)}
+                 GROUP BY _partition_id
+                 HAVING ${[
+                   to && `min(session_start) < ${to}`,
+                   from && `max(session_end) >= ${from}`,
+                   `(${[from && `min(session_start) < ${from}`, to && `max(session_end) >= ${to}`].filter(Boolean).join(' OR ')})`,
+                 ]
+                   .filter(Boolean)
+                   .join(' AND ')})`,
             ),
           ),
         ]);
