@@ -882,6 +882,59 @@ describe('sessions whose rows lie in several parts', () => {
       for (const table of tables) await h.ch.command(`SYSTEM START MERGES ${table}`);
     }
   });
+
+  it('count a session carried past the end of a range that ended within the last day (not yet everywhere) as crossing it', async () => {
+    // A range is taken as still running until its end date is over everywhere on Earth; one of
+    // the furthest zone ahead (UTC+14) ended at 10:00 UTC, here the latest such hour at least an
+    // hour ago. A session of its still-merging partition, its later rows after that end, crosses it.
+    const t = await h.tenant();
+    const hour = 3_600_000;
+    const now = Date.now();
+    const end = Math.floor((now - 11 * hour) / (24 * hour)) * 24 * hour + 10 * hour;
+    const day = (ms: number) => new Date(ms).toISOString().slice(0, 10);
+    const range = { startDate: day(end - 24 * hour), endDate: day(end), timeZone: 'Etc/GMT-14' };
+    const [template] = generateEvents({ siteId: t.siteId, events: 1, days: 1, end: new Date(end), seed: 44 });
+    const event = (session: string, ms: number, i: number): StoredEvent => ({
+      ...template!,
+      user_id: '00000000000000c3',
+      session_id: session,
+      event_id: uuidv7FromSeed(ms, `past the end ${i}`),
+      timestamp: new Date(ms).toISOString().replace('T', ' ').slice(0, 23),
+      type: 'pageview',
+      pathname: `/p${i}`,
+    });
+    const crossing = uuidv7FromSeed(end - 20 * 60_000, 'past the end');
+    const first = [
+      event(crossing, end - 20 * 60_000, 0),
+      event(crossing, end - 10 * 60_000, 1),
+      event(uuidv7FromSeed(end - 5 * hour, 'inside'), end - 5 * hour, 2),
+    ];
+    const later = [event(crossing, end + 5 * 60_000, 3)];
+    const tables = ['session_facts', 'sessions_by_visitor'].map((table) =>
+      h.ch.cluster ? `ON CLUSTER ${h.ch.cluster} ${table}${LOCAL_SUFFIX}` : table,
+    );
+    for (const table of tables) await h.ch.command(`SYSTEM STOP MERGES ${table}`);
+    try {
+      await insertEvents(h.ch, first);
+      await insertEvents(h.ch, later);
+      const stored = [...first, ...later];
+      const selection = ref.selection(stored, t.siteId, full(range));
+      // Two sessions in range, the crossing one with its two pageviews before the end.
+      expect(ref.overview(selection)).toMatchObject({ sessions: 2, pageviews: 3 });
+      const sessions = ref.sessions(selection);
+      for (const json of [h.json, eventsOnly]) {
+        const get = <T>(path: string, extra: Record<string, string> = {}) =>
+          json<T>(`/api/sites/${t.siteId}/${path}?${query(range, extra)}`, { key: t.key });
+        expect((await get('overview')).body).toEqual({ data: ref.overview(selection) });
+        expect((await get('sessions')).body).toEqual({ data: sessions, totalCount: sessions.length });
+        expect((await get('metric', { parameter: 'country' })).body).toEqual({
+          data: ref.metric(selection, 'country'),
+        });
+      }
+    } finally {
+      for (const table of tables) await h.ch.command(`SYSTEM START MERGES ${table}`);
+    }
+  });
 });
 
 describe('users list of a range reaching now', () => {
