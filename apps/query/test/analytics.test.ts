@@ -1105,6 +1105,67 @@ describe('lists of a range ending today', () => {
       });
     }
   });
+
+  it('reads the newest sessions and visitors without the settled parts whose sessions all ended before the last hours', async () => {
+    // Four days up to a minute ago, each day's sessions one part (merged), the range through
+    // today: the lists' first pages come from the sessions ending in the last hours, which the
+    // days before yesterday cannot hold (nor the range's crossing sessions, long ended).
+    const t = await h.tenant();
+    const end = new Date(Date.now() - 60_000);
+    const stored = [...generateEvents({ siteId: t.siteId, events: 2000, days: 4, end, seed: 34 })];
+    await insertEvents(h.ch, stored);
+    const local = !h.ch.cluster;
+    if (local) await h.ch.command('OPTIMIZE TABLE session_facts FINAL');
+    const day = (ms: number) => new Date(ms).toISOString().slice(0, 10);
+    const range = {
+      startDate: day(end.getTime() - 2 * 86_400_000),
+      endDate: day(end.getTime()),
+      timeZone: 'UTC',
+    };
+    const old = day(end.getTime() - 3 * 86_400_000).replaceAll('-', '');
+    const heads: string[] = [];
+    const watched = h.jsonOn({
+      ...h.ch,
+      query: (sql, params, settings) => {
+        // The lists' reads of their leading sessions.
+        if (sql.includes('groupArraySorted') || sql.includes('toString(s_end) AS end'))
+          heads.push(JSON.stringify(params));
+        return h.ch.query(sql, params, settings);
+      },
+    });
+    const selection = ref.selection(stored, t.siteId, full(range));
+    const sessions = ref.sessions(selection);
+    const res = await watched<{ data: unknown[]; totalCount: number }>(
+      `/api/sites/${t.siteId}/sessions?${query(range, { limit: '10' })}`,
+      { key: t.key },
+    );
+    expect(res.body).toEqual({ data: sessions.slice(0, 10), totalCount: sessions.length });
+    const users = ref.users(selection, 'last_seen', 'desc');
+    const listed = await watched<{ data: unknown[]; totalCount: number }>(
+      `/api/sites/${t.siteId}/users?${query(range, { limit: '10' })}`,
+      { key: t.key },
+    );
+    expect(listed.body).toEqual({ data: users.slice(0, 10), totalCount: users.length });
+    expect(heads.length).toBeGreaterThanOrEqual(2);
+    // The sessions crossing the range's start, ended two days ago.
+    const inRange = new Set(stored.filter((e) => e.timestamp >= range.startDate).map((e) => e.session_id));
+    const crossing = [
+      ...new Set(
+        stored
+          .filter((e) => e.timestamp < range.startDate && inRange.has(e.session_id))
+          .map((e) => e.session_id),
+      ),
+    ];
+    expect(crossing.length).toBeGreaterThan(0);
+    // The day before the range (its crossing sessions' day), the range's first day and the
+    // crossing sessions: not read.
+    if (local)
+      for (const read of heads) {
+        expect(read).not.toContain(`"${old}_`);
+        expect(read).not.toContain(`"${range.startDate.replaceAll('-', '')}_`);
+        for (const id of crossing) expect(read).not.toContain(id);
+      }
+  });
 });
 
 describe('one session, one user', () => {

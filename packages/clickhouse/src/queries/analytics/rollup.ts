@@ -334,6 +334,7 @@ export async function rollupSessionRows(
     matchedFrom,
     matched = [],
     matchedPageviews = false,
+    endingFrom,
   }: {
     only?: Only;
     restrict?: (p: Params) => string;
@@ -342,6 +343,12 @@ export async function rollupSessionRows(
     matchedFrom?: 'events_by_name';
     matched?: string[];
     matchedPageviews?: boolean;
+    /**
+     * With a `restrict` that holds no session ending before this instant (epoch milliseconds):
+     * the settled parts whose sessions all end before it are not read (endedBefore), nor the
+     * crossing sessions when all of theirs in range do.
+     */
+    endingFrom?: number;
   } = {},
 ): Promise<string> {
   // Filters tested on the rows (row-filters.ts): no matching events to join, but the sessions
@@ -365,7 +372,14 @@ export async function rollupSessionRows(
       ...(matchedPageviews ? [`${column('pageviews')} AS m_pageviews`] : []),
     ].join(', ');
   const select = (final: boolean) => columns((f) => SESSION_ROW_FIELDS[f].rollup(final));
-  const computed = computedSessions(edges, unsure);
+  // Sessions ending before `endingFrom` are not read: nor the crossing ones, when every one of
+  // them crosses the range's start and their events in range end before it.
+  const endedEdges =
+    endingFrom !== undefined &&
+    edges.from === null &&
+    edges.until !== null &&
+    Date.parse(`${edges.until.replace(' ', 'T')}Z`) < endingFrom;
+  const computed = computedSessions(endedEdges ? { ...edges, ids: [], users: [] } : edges, unsure);
   // Filters tested on the rows, of every session of the range (not some listed or restricted),
   // and fields a build holds: the built days' sessions from their builds.
   // Their rows' paths are tested by their bits against the passing paths, read meanwhile.
@@ -376,7 +390,14 @@ export async function rollupSessionRows(
   const built = days && { days, passing, select: columns((f) => BUILT_FIELDS[f]!) };
   const rolled =
     byVisitorRows(p, siteId, common, fields, only, restrict, byRow, columns) ??
-    factRows(p, siteId, common, select, settled, { only, restrict, byRow, unsure, built });
+    factRows(p, siteId, common, select, settled, {
+      only,
+      restrict,
+      byRow,
+      unsure,
+      built,
+      ended: settled && endingFrom !== undefined ? await endedBefore(ch, settled, endingFrom) : undefined,
+    });
   const rows =
     computed.ids.length === 0
       ? rolled
@@ -424,12 +445,15 @@ function factRows(
     byRow,
     unsure,
     built,
+    ended,
   }: {
     only?: Only;
     restrict?: (p: Params) => string;
     byRow: boolean;
     unsure: Unsure | undefined;
     built?: { days: PageDays; passing: bigint[] | null | undefined; select: string };
+    /** Settled parts holding no session `restrict` lets through (endedBefore): not read. */
+    ended?: Set<string>;
   },
 ): string {
   const inside = insideRange(p, siteId, common, only, restrict);
@@ -443,15 +467,16 @@ function factRows(
   // Some sessions by id: only their partitions are read (the newest sessions of a list all lie
   // in today's, still merging: the settled parts were looked up for none of them).
   const own = only && 'sessions' in only ? sessionPartitions(only.sessions, settled?.zone) : undefined;
-  const kept = (partition: string) => !builtPartitions.has(partition) && (!own || own.has(partition));
+  const kept = (partition: string, part: string) =>
+    !builtPartitions.has(partition) && (!own || own.has(partition)) && !ended?.has(part);
   const facts = fromRollup(
     p,
     passes ? (final) => `${inside} AND ${passes(final)}${sure}` : inside,
     select,
-    settled && (built || own)
+    settled && (built || own || ended)
       ? {
           partitions: settled.partitions,
-          parts: settled.parts.filter((_, i) => kept(settled.partitions[i]!)),
+          parts: settled.parts.filter((part, i) => kept(settled.partitions[i]!, part)),
         }
       : settled,
     'session_facts',
@@ -795,6 +820,47 @@ export async function crossingSessions(
     from: known(rows.map((r) => r.edge_from))[0] ?? null,
     unsure: await unsure,
   };
+}
+
+/** The latest session end (epoch milliseconds) of a settled part of `session_facts`, by its name. */
+const keptEnds = memo<number>(4096);
+
+/**
+ * The settled parts whose sessions all end before `from` (epoch milliseconds), so that a read of
+ * the sessions ending in the last hours skips the settled days; each part's latest end kept by
+ * its name (a part never changes), those not yet kept read in one statement.
+ */
+async function endedBefore(ch: ClickHouse, settled: Settled, from: number): Promise<Set<string>> {
+  const missing: string[] = [];
+  let readMissing!: (ends: Promise<Map<string, number>>) => void;
+  const read = new Promise<Map<string, number>>((resolve) => {
+    readMissing = resolve;
+  });
+  const ends = settled.parts.map((part) =>
+    keptEnds.read(
+      ch,
+      part,
+      () => {
+        missing.push(part);
+        // A part merged away meanwhile has no row: never left out.
+        return read.then((found) => found.get(part) ?? Number.POSITIVE_INFINITY);
+      },
+      Number.isFinite,
+    ),
+  );
+  readMissing(
+    missing.length === 0
+      ? Promise.resolve(new Map())
+      : ch
+          .query<{ part: string; end: number }>(
+            `SELECT _part AS part, toUnixTimestamp64Milli(max(session_end)) AS end FROM session_facts
+             WHERE _part IN {parts:Array(String)} GROUP BY part`,
+            { parts: missing },
+          )
+          .then((rows) => new Map(rows.map((r) => [r.part, Number(r.end)]))),
+  );
+  const latest = await Promise.all(ends);
+  return new Set(settled.parts.filter((_, i) => latest[i]! < from));
 }
 
 /** Most sessions of the partitions still merging that crossingSessions looks up by id. */

@@ -17,6 +17,7 @@ import { rowFiltersApply, unsureApply } from './row-filters';
 import {
   countedSessions,
   EVENT_ORDER,
+  earliestHoursBeforeEnd,
   hoursBeforeEnd,
   listed,
   listOrder,
@@ -231,6 +232,7 @@ async function leadingSessions(
       restrict: window,
       edges,
       matching: window && ((q: Params) => `timestamp >= ${since(q)}`),
+      ...(hours === undefined ? {} : { endingFrom: earliestHoursBeforeEnd(common, hours) }),
     });
     const [row] = await ch.query<{ head: string[]; since: number }>(
       `SELECT arrayMap(x -> toString(x), groupArraySorted(${p.bind('UInt32', wanted)})(${listOrder('toUnixTimestamp64Milli(s_start)')})) AS head,

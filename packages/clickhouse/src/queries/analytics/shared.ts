@@ -51,6 +51,18 @@ export function hoursBeforeEnd(p: Params, common: CommonParams, hours: number): 
   return `${to ? `least(${to}, now64(3))` : 'now64(3)'} - INTERVAL ${p.bind('UInt32', hours)} HOUR`;
 }
 
+/** More than any zone's offset ahead of UTC (+14:00 now, +15:14 the furthest a place ever kept). */
+const AHEAD_MS = 16 * 3_600_000;
+
+/**
+ * An instant (epoch milliseconds) no later than hoursBeforeEnd's, whatever the range's zone: its
+ * end date's next midnight in a zone further ahead of UTC than any, or now, less the hours.
+ */
+export function earliestHoursBeforeEnd(common: CommonParams, hours: number): number {
+  const end = common.endDate ? Date.parse(`${nextDay(common.endDate)}T00:00:00Z`) - AHEAD_MS : Infinity;
+  return Math.min(end, Date.now()) - hours * 3_600_000;
+}
+
 /**
  * Attributes that come from the visitor's address (the place) and browser (its user agent,
  * screen and language): as a rule the same on every event of a session (row-filters.ts).

@@ -13,7 +13,14 @@ import {
   userIdOfKey,
 } from './rollup';
 import { rowFiltersApply } from './row-filters';
-import { EVENT_ORDER, eventOrderKey, hoursBeforeEnd, RECENT_HOURS, rankedPage } from './shared';
+import {
+  EVENT_ORDER,
+  earliestHoursBeforeEnd,
+  eventOrderKey,
+  hoursBeforeEnd,
+  RECENT_HOURS,
+  rankedPage,
+} from './shared';
 import {
   aliasedVisitors,
   currentAliases,
@@ -460,6 +467,7 @@ async function windowedLeading(
       // Every crossing session: one outside the window cannot come first in it.
       restrict: (r) => (latest ? `session_end >= ${bound(r)}` : `session_start < ${bound(r)}`),
       edges,
+      ...(latest ? { endingFrom: earliestHoursBeforeEnd(common, hours) } : {}),
     });
     const at = latest ? 's_end' : 's_start';
     const found = await ch.query<Leading & { at: number; bound: number }>(
