@@ -1112,16 +1112,28 @@ describe('lists of a range ending today', () => {
     // days before yesterday cannot hold (nor the range's crossing sessions, long ended).
     const t = await h.tenant();
     const end = new Date(Date.now() - 60_000);
-    const stored = [...generateEvents({ siteId: t.siteId, events: 2000, days: 4, end, seed: 34 })];
-    await insertEvents(h.ch, stored);
-    const local = !h.ch.cluster;
-    if (local) await h.ch.command('OPTIMIZE TABLE session_facts FINAL');
     const day = (ms: number) => new Date(ms).toISOString().slice(0, 10);
     const range = {
       startDate: day(end.getTime() - 2 * 86_400_000),
       endDate: day(end.getTime()),
       timeZone: 'UTC',
     };
+    const generated = generateEvents({ siteId: t.siteId, events: 2000, days: 4, end, seed: 34 });
+    // A session crossing the range's start, whatever the hour the test runs at.
+    const start = Date.parse(`${range.startDate}T00:00:00Z`);
+    const across = [-600_000, 600_000].map((offset, i) => ({
+      ...generated[0]!,
+      user_id: '00000000000000d4',
+      session_id: uuidv7FromSeed(start - 600_000, 'across the start'),
+      event_id: uuidv7FromSeed(start + offset, `across the start ${i}`),
+      timestamp: new Date(start + offset).toISOString().replace('T', ' ').slice(0, 23),
+      type: 'pageview' as const,
+      event_name: '',
+    }));
+    const stored = [...generated, ...across];
+    await insertEvents(h.ch, stored);
+    const local = !h.ch.cluster;
+    if (local) await h.ch.command('OPTIMIZE TABLE session_facts FINAL');
     const old = day(end.getTime() - 3 * 86_400_000).replaceAll('-', '');
     const heads: string[] = [];
     const watched = h.jsonOn({
