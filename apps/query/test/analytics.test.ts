@@ -461,35 +461,36 @@ describe('day and hour buckets from the visitors of UTC days', () => {
     if (!h.ch.cluster) expect(Number(row?.n)).toBeGreaterThan(24);
   });
 
-  it('keep the quarter hours, visitors, session totals, keyed breakdowns and session attributes of a day in several parts between reads, counting again only what its added parts touch', async () => {
-    const t = await h.tenant();
-    const stored = [
-      ...generateEvents({
-        siteId: t.siteId,
-        events: 1200,
-        days: 2,
-        end: new Date('2026-07-20T12:00:00Z'),
-        seed: 53,
-      }),
-    ];
-    // Eight days: the overview counts its visitors by day (a week or more), its sessions apart.
-    const range = { startDate: '2026-07-13', endDate: '2026-07-20', timeZone: 'Europe/Berlin' };
-    const reads: string[] = [];
+  /**
+   * Reads of the buckets, the overview and six breakdowns of `range` against the reference,
+   * watching the statements that name day `day` (YYYYMMDD; its partition of `visitor_hours` is
+   * its number of days since 1970). `read(events)` gives, of the statements reading the day's
+   * quarter hours, visitors per bucket hours, session totals and breakdowns merged (FINAL), how
+   * many read it whole and how many only the sessions or visitors its added parts touch; and as
+   * `settled`, how many read its settled part (one part) beside the other days' rather than
+   * leaving it out.
+   */
+  const watchDay = (t: { siteId: number; key: string }, range: Partial<CommonParams>, day: string) => {
+    const epoch = String(
+      Date.parse(`${day.slice(0, 4)}-${day.slice(4, 6)}-${day.slice(6)}T00:00:00Z`) / 86_400_000,
+    );
+    // The range's days and those either side (YYYYMMDD).
+    const shifted = (date: string | undefined, days: number) =>
+      new Date(Date.parse(`${date}T00:00:00Z`) + days * 86_400_000)
+        .toISOString()
+        .slice(0, 10)
+        .replaceAll('-', '');
+    const [first, last] = [shifted(range.startDate, -2), shifted(range.endDate, 2)];
+    const reads: { sql: string; named: string; values: unknown[] }[] = [];
     const watched = h.jsonOn({
       ...h.ch,
       query: (sql, params, settings) => {
-        // The statements naming a part of 20 July (the reads of that day alone: its partition
-        // of `visitor_hours` is its number of days since 1970).
         const named = JSON.stringify(params ?? {});
-        if (named.includes('"20260720') || named.includes('"20654')) reads.push(sql);
+        if (named.includes(`"${day}`) || named.includes(`"${epoch}`))
+          reads.push({ sql, named, values: Object.values(params ?? {}) });
         return h.ch.query(sql, params, settings);
       },
     });
-    /**
-     * The buckets and the overview against the reference, and of the statements that read the
-     * day's quarter hours, visitors per bucket hours and session totals, how many read them whole
-     * and how many the sessions or visitors its added parts touch.
-     */
     const read = async (events: StoredEvent[]) => {
       reads.length = 0;
       await expectBuckets(t, range, events, watched);
@@ -519,15 +520,30 @@ describe('day and hour buckets from the visitors of UTC days', () => {
       // beside the settled parts (UNION ALL); those of the visitors read the settled days beside.
       const tally = (marks: string[], beside = false) => {
         const own = reads.filter(
-          (sql) => marks.every((m) => sql.includes(m)) && (beside || !sql.includes('UNION ALL')),
+          ({ sql }) => marks.every((m) => sql.includes(m)) && (beside || !sql.includes('UNION ALL')),
         );
         const touched = own.filter(
-          (sql) =>
+          ({ sql }) =>
             sql.includes('(UUIDv7ToDateTime(session_id), session_id) IN') ||
             sql.includes('(day, user_key) IN'),
         ).length;
         return [own.length - touched, touched];
       };
+      // Reads of the day's settled part beside the other days' rather than leaving its partition
+      // out: the session rollups' not merged alone (unlike its own reads above) with no list of
+      // days near the range holding it (the days left out; the settled partitions' list holds
+      // days far from it), and the visitors' per bucket hours (the day among the days read).
+      const near = (v: unknown) => typeof v === 'string' && /^\d{8}$/.test(v) && v >= first && v <= last;
+      const settled = reads.filter(
+        ({ sql, named, values }) =>
+          (['tupleElement(t, 1)', 'count() AS sessions', 'n_sessions'].some((m) => sql.includes(m)) &&
+            named.includes(`"${day}_`) &&
+            !values.some((v) => Array.isArray(v) && v.includes(day) && v.every(near)) &&
+            (sql.includes('UNION ALL') || !sql.includes('FINAL'))) ||
+          (sql.includes('GROUP BY d, bits') &&
+            named.includes(`"${epoch}_`) &&
+            values.some((v) => Array.isArray(v) && v.includes(Number(epoch)))),
+      ).length;
       return {
         quarters: tally(['tupleElement(t, 1)', 'session_paths FINAL']),
         visitors: tally(['arrayJoin(arrayConcat(', 'visitor_hours FINAL'], true),
@@ -536,42 +552,88 @@ describe('day and hour buckets from the visitors of UTC days', () => {
         keyed: tally(['n_sessions', 'session_paths FINAL', 'm_day']),
         // Two session attributes' breakdowns.
         attributes: tally(['n_sessions', 'session_facts FINAL', 'GROUP BY v']),
+        settled,
       };
     };
-    // What read() finds: a day read whole (the quarter hours once, the visitors once per bucket
-    // kind, the four breakdowns), brought up to date from an added part (each twice: now and as
-    // it was), and kept (nothing read).
-    const WHOLE = { quarters: [1, 0], visitors: [2, 0], sessions: [1, 0], keyed: [4, 0], attributes: [2, 0] };
-    const TOUCHED = {
-      quarters: [0, 2],
-      visitors: [0, 4],
-      sessions: [0, 2],
-      keyed: [0, 8],
-      attributes: [0, 4],
-    };
-    const KEPT = { quarters: [0, 0], visitors: [0, 0], sessions: [0, 0], keyed: [0, 0], attributes: [0, 0] };
-    const parts = async () =>
+    return { read };
+  };
+  // What watchDay's read() finds: a day read whole (the quarter hours once, the visitors once per
+  // bucket kind, the four breakdowns), brought up to date from an added part (each twice: now and
+  // as it was), and kept (nothing read).
+  const WHOLE = {
+    quarters: [1, 0],
+    visitors: [2, 0],
+    sessions: [1, 0],
+    keyed: [4, 0],
+    attributes: [2, 0],
+    settled: 0,
+  };
+  const TOUCHED = {
+    quarters: [0, 2],
+    visitors: [0, 4],
+    sessions: [0, 2],
+    keyed: [0, 8],
+    attributes: [0, 4],
+    settled: 0,
+  };
+  const KEPT = {
+    quarters: [0, 0],
+    visitors: [0, 0],
+    sessions: [0, 0],
+    keyed: [0, 0],
+    attributes: [0, 0],
+    settled: 0,
+  };
+  /** Stops (or starts) the merges of the per-session rollups. */
+  const merges = async (verb: 'START' | 'STOP') => {
+    for (const table of ['session_facts', 'session_paths', 'visitor_hours'])
+      await h.ch.command(`SYSTEM ${verb} MERGES ${table}`);
+  };
+  /** Merges day `day`'s partitions (YYYYMMDD) of the per-session rollups into one part each. */
+  const mergeDay = async (day: string) => {
+    await merges('START');
+    for (const table of ['session_facts', 'session_paths'])
+      await h.ch.command(`OPTIMIZE TABLE ${table} PARTITION ID '${day}' FINAL`);
+    const epoch = Date.parse(`${day.slice(0, 4)}-${day.slice(4, 6)}-${day.slice(6)}T00:00:00Z`) / 86_400_000;
+    await h.ch.command(`OPTIMIZE TABLE visitor_hours PARTITION ID '${epoch}' FINAL`);
+    await merges('STOP');
+  };
+
+  /** The active parts of day `day`'s partition (YYYYMMDD) of `session_paths`. */
+  const dayParts = async (day: string) =>
+    Number(
       (
-        await h.ch.query<{ partition: string; n: number }>(
-          `SELECT partition_id AS partition, count() AS n FROM system.parts
-           WHERE database = currentDatabase() AND table = 'session_paths' AND active AND partition_id = '20260720'
-           GROUP BY partition`,
-          {},
+        await h.ch.query<{ n: number }>(
+          `SELECT count() AS n FROM system.parts
+           WHERE database = currentDatabase() AND table = 'session_paths' AND active AND partition_id = {day:String}`,
+          { day },
         )
-      )[0]?.n ?? 0;
+      )[0]?.n ?? 0,
+    );
+
+  it('keep the quarter hours, visitors, session totals, keyed breakdowns and session attributes of a day in several parts between reads, counting again only what its added parts touch', async () => {
+    const t = await h.tenant();
+    const stored = [
+      ...generateEvents({
+        siteId: t.siteId,
+        events: 1200,
+        days: 2,
+        end: new Date('2026-07-20T12:00:00Z'),
+        seed: 53,
+      }),
+    ];
+    // Eight days: the overview counts its visitors by day (a week or more), its sessions apart.
+    const range = { startDate: '2026-07-13', endDate: '2026-07-20', timeZone: 'Europe/Berlin' };
+    const { read } = watchDay(t, range, '20260720');
     // On a cluster parts are per shard and every read merges: the answers alone are checked.
     const local = !h.ch.cluster;
-    const merges = async (verb: 'START' | 'STOP') => {
-      for (const table of ['session_facts', 'session_paths', 'visitor_hours'])
-        await h.ch.command(`SYSTEM ${verb} MERGES ${table}`);
-    };
     if (local) await merges('STOP');
     try {
       // 20 July's sessions in two parts (two inserts, merges stopped): a day being written.
       const half = stored.findIndex((e) => e.timestamp >= '2026-07-20 06');
       await insertEvents(h.ch, stored.slice(0, half));
       await insertEvents(h.ch, stored.slice(half));
-      if (local) expect(await parts()).toBeGreaterThan(1);
+      if (local) expect(await dayParts('20260720')).toBeGreaterThan(1);
       // Read whole once (the day's buckets, then the hours' from what was kept), then kept.
       if (local) expect(await read(stored)).toEqual(WHOLE);
       expect(await read(stored)).toEqual(KEPT);
@@ -594,13 +656,7 @@ describe('day and hour buckets from the visitors of UTC days', () => {
       let now = [...stored, ...added];
       if (local) expect(await read(now)).toEqual(TOUCHED);
       expect(await read(now)).toEqual(KEPT);
-      const merge = async () => {
-        await merges('START');
-        for (const table of ['session_facts', 'session_paths'])
-          await h.ch.command(`OPTIMIZE TABLE ${table} PARTITION ID '20260720' FINAL`);
-        await h.ch.command("OPTIMIZE TABLE visitor_hours PARTITION ID '20654' FINAL");
-        await merges('STOP');
-      };
+      const merge = () => mergeDay('20260720');
       // Late pageviews in sessions from 10:00, moved by `count` ms: the same sessions are picked
       // each time, and two keys of one millisecond (tied) would be read from the events.
       const more = async (count: number) => {
@@ -644,6 +700,54 @@ describe('day and hour buckets from the visitors of UTC days', () => {
         // Read again: the page breakdowns as before, the event names from what was kept.
         expect((await read(now)).keyed).toEqual([3, 6]);
       } else await read(now);
+    } finally {
+      if (local) await merges('START');
+    }
+  });
+
+  it('keep the counts of a day that has not ended while it lies in one part between two writes, as in several parts', async () => {
+    const t = await h.tenant();
+    // A day that has not ended, three days ahead: no other test's day borders it (a neighbour
+    // still changing too would have its visitors read with it).
+    const dayMs = (Math.floor(Date.now() / 86_400_000) + 3) * 86_400_000;
+    const iso = (ms: number) => new Date(ms).toISOString().slice(0, 10);
+    const day = iso(dayMs).replaceAll('-', '');
+    const stored = [
+      ...generateEvents({
+        siteId: t.siteId,
+        events: 800,
+        days: 1,
+        end: new Date(dayMs + 86_400_000),
+        seed: 57,
+      }),
+    ];
+    // Eight days in Berlin: the day's last UTC hours lie past the range's end.
+    const range = { startDate: iso(dayMs - 7 * 86_400_000), endDate: iso(dayMs), timeZone: 'Europe/Berlin' };
+    const { read } = watchDay(t, range, day);
+    const local = !h.ch.cluster;
+    if (local) await merges('STOP');
+    try {
+      const half = Math.floor(stored.length / 2);
+      await insertEvents(h.ch, stored.slice(0, half));
+      await insertEvents(h.ch, stored.slice(half));
+      if (local) expect(await dayParts(day)).toBeGreaterThan(1);
+      if (local) expect(await read(stored)).toEqual(WHOLE);
+      // Merged into one part (as an hour without a write leaves today's): not summarized, and
+      // its counts are those kept, nothing of it read again.
+      if (local) {
+        await mergeDay(day);
+        expect(await dayParts(day)).toBe(1);
+      }
+      expect(await read(stored)).toEqual(KEPT);
+      // The next write gives it a part again: counted from what was kept before the merge.
+      const late = lateEvents(
+        stored.filter((e) => e.timestamp.slice(11, 13) >= '02' && e.timestamp.slice(11, 13) < '20'),
+        6,
+      );
+      await insertEvents(h.ch, late);
+      const now = [...stored, ...late];
+      if (local) expect(await read(now)).toEqual(TOUCHED);
+      expect(await read(now)).toEqual(KEPT);
     } finally {
       if (local) await merges('START');
     }

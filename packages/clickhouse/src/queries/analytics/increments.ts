@@ -2,7 +2,7 @@ import type { ClickHouse } from '../../client';
 import type { CommonParams, Params } from '../builder';
 import { memo } from './memo';
 import type { Settled } from './rollup';
-import type { KeyedCounts, ValueCounts } from './summaries';
+import { epochDay, epochDayEndedAnHourAgo, type KeyedCounts, type ValueCounts } from './summaries';
 
 /**
  * Counts over the sessions of a partition still being written (several parts: today's), kept
@@ -116,10 +116,10 @@ export const SESSION_PATHS: Rollup = {
 export const SESSION_FACTS: Rollup = { ...SESSION_PATHS, table: 'session_facts' };
 
 /**
- * The partitions in several parts (YYYYMMDD, with their parts) of a rollup of sessions to keep
- * apart (partitionCounts) for a range: those of its days and the day either side (its local
- * days span those UTC days); other partitions in several parts hold few of its sessions, if
- * any, and are read with the rest.
+ * The partitions still changing (changingPartitions: YYYYMMDD, with their parts) of a rollup of
+ * sessions to keep apart (partitionCounts) for a range: those of its days and the day either
+ * side (its local days span those UTC days); other partitions in several parts hold few of its
+ * sessions, if any, and are read with the rest.
  */
 export function keptPartitions(settled: Settled | undefined, common: CommonParams): [string, string[]][] {
   const shifted = (date: string, days: number) => {
@@ -127,11 +127,37 @@ export function keptPartitions(settled: Settled | undefined, common: CommonParam
     d.setUTCDate(d.getUTCDate() + days);
     return d.toISOString().slice(0, 10).replaceAll('-', '');
   };
-  return [...(settled?.merging ?? [])].filter(
+  return [...changingPartitions(settled)].filter(
     ([day]) =>
       (common.startDate === undefined || day >= shifted(common.startDate, -2)) &&
       (common.endDate === undefined || day <= shifted(common.endDate, 2)),
   );
+}
+
+/** Days since 1970 of a YYYYMMDD partition id; undefined for an id of another form. */
+const yyyymmddDay = (partition: string) =>
+  /^\d{8}$/.test(partition) ? epochDay(Number(partition)) : undefined;
+
+/**
+ * The partitions of a rollup whose counts still change, with their parts: those in several parts
+ * (being written or merged), and those in one part of a day that did not end an hour ago. The
+ * latter is today's merged into one part between two writes (after an hour without one): it is
+ * not summarized (summaries.ts) and the next write gives it a part again, so it is kept apart as
+ * it was in several parts, rather than read whole at every request. `epochDayOf` gives a
+ * partition's UTC day in days since 1970 (undefined for a partition of another form): of a
+ * YYYYMMDD id by default, `Number` for `visitor_hours`' days.
+ */
+export function changingPartitions(
+  settled: Settled | undefined,
+  epochDayOf: (partition: string) => number | undefined = yyyymmddDay,
+  now = Date.now(),
+): Map<string, string[]> {
+  const changing = new Map(settled?.merging ?? []);
+  settled?.partitions.forEach((partition, i) => {
+    const day = epochDayOf(partition);
+    if (day !== undefined && !epochDayEndedAnHourAgo(day, now)) changing.set(partition, [settled.parts[i]!]);
+  });
+  return changing;
 }
 
 /**

@@ -188,9 +188,9 @@ async function sessionAttributeRows(
       : undefined,
     crossingSessions(ch, siteId, common, settled, undefined, undefined, unsureApply(ch, common)),
   ]);
-  // Unfiltered, the sessions inside the range of a partition in several parts (today's) are
-  // counted apart, kept between reads (keptAttributeCounts).
-  const kept = days ? keptPartitions(settled, common) : [];
+  // Unfiltered, the sessions inside the range of a partition still changing (today's,
+  // keptPartitions) are counted apart, kept between reads (keptAttributeCounts).
+  const kept = common.filters.length === 0 ? keptPartitions(settled, common) : [];
   const keptCounts = Promise.all(
     kept.map(([day, parts]) => keptAttributeCounts(ch, siteId, common, parameter, day, parts)),
   );
@@ -198,7 +198,7 @@ async function sessionAttributeRows(
   const leftOut = [...(days?.partitions ?? []), ...kept.map(([day]) => Number(day))];
   const p = new Params();
   const sessions = await rollupSessionRows(ch, p, siteId, common, ['pageviews', parameter], settled, {
-    restrict: days && ((q) => inPartitions(q, leftOut, true)),
+    restrict: leftOut.length > 0 ? (q) => inPartitions(q, leftOut, true) : undefined,
     edges,
   });
   const live = await ch.query<ValueCounts>(
@@ -213,7 +213,7 @@ async function sessionAttributeRows(
 
 /**
  * A session attribute's counts over one partition's sessions lying inside the range,
- * unfiltered, as a day's summary holds them; for a partition in several parts, kept between
+ * unfiltered, as a day's summary holds them; for a partition still changing, kept between
  * reads (partitionCounts).
  */
 function keptAttributeCounts(
@@ -665,9 +665,9 @@ async function keyedMetricRows(
     common.filters.length > 0 && parameter !== 'event_name' && sessionPagesApply(ch, common)
       ? await sessionPageCounts(ch, siteId, common, parameter, settled, 'session_paths', pageNames)
       : undefined;
-  // Unfiltered, a partition in several parts (today's) is counted apart and kept between reads
-  // (keptKeyedCounts); undefined when too many of its sessions are tied to list.
-  const kept = days ? keptPartitions(settled, common) : [];
+  // Unfiltered, a partition still changing (today's, keptPartitions) is counted apart and kept
+  // between reads (keptKeyedCounts); undefined when too many of its sessions are tied to list.
+  const kept = common.filters.length === 0 ? keptPartitions(settled, common) : [];
   const keptCounts = Promise.all(
     kept.map(([day, parts]) => keptKeyedCounts(ch, siteId, common, parameter, day, parts, pageNames)),
   );
@@ -682,7 +682,7 @@ async function keyedMetricRows(
         common,
         parameter,
         settled,
-        days ? (p) => inPartitions(p, leftOut, true) : pages?.restrict,
+        leftOut.length > 0 ? (p) => inPartitions(p, leftOut, true) : pages?.restrict,
         false,
         pages?.matching,
         pageNames,
@@ -698,7 +698,7 @@ async function keyedMetricRows(
 }
 
 /**
- * keyedCounts of one partition in several parts, unfiltered, kept between reads
+ * keyedCounts of one partition still changing, unfiltered, kept between reads
  * (partitionCounts). Counts with tied sessions, computed from the events, are neither kept nor
  * brought up to date (the events hold what later parts add). Undefined when too many of them
  * are tied to list.

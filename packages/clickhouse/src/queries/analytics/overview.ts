@@ -175,8 +175,9 @@ async function rollupOverview(
       ? countMatchingPageviews(ch, siteId, common)
       : undefined;
   matchingPageviews?.catch(() => {});
-  // Unfiltered and without the visitors' keys, the sessions inside the range of a partition in
-  // several parts (today's) are counted apart, kept between reads (keptSessionTotals).
+  // Unfiltered and without the visitors' keys, the sessions inside the range of a partition
+  // still changing (today's, keptPartitions) are counted apart, kept between reads
+  // (keptSessionTotals).
   const kept = unfiltered && !withKeys ? keptPartitions(settled, common) : [];
   const keptTotals = Promise.all(
     kept.map(([day, parts]) => keptSessionTotals(ch, siteId, common, day, parts)),
@@ -245,7 +246,7 @@ async function rollupOverview(
 /**
  * The totals of one partition's sessions lying inside the range, unfiltered, as a day's summary
  * holds them (value ''): sessions, their pageviews (`n_events`), bounces and durations (`top_ms`).
- * For a partition in several parts, kept between reads (partitionCounts).
+ * For a partition still changing, kept between reads (partitionCounts).
  */
 function keptSessionTotals(
   ch: ClickHouse,

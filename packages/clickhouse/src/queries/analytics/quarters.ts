@@ -1,6 +1,13 @@
 import type { ClickHouse } from '../../client';
 import { type CommonParams, Params } from '../builder';
-import { type CountRows, keptPartitions, partitionCounts, type Rollup, SESSION_PATHS } from './increments';
+import {
+  type CountRows,
+  changingPartitions,
+  keptPartitions,
+  partitionCounts,
+  type Rollup,
+  SESSION_PATHS,
+} from './increments';
 import { keyInRange, keyMs, pathRows } from './paths';
 import { fromRollup, type Settled } from './rollup';
 import {
@@ -217,8 +224,9 @@ export async function keepBucketVisitors(ch: ClickHouse, fresh: BucketVisitorsRo
 
 /**
  * The visitors of some buckets of hourBuckets from the rows of their days (hourBucketVisitors).
- * A day in several parts (today's, being written) between days that are not is counted apart
- * and kept between reads (keptDayCounts); the other days together.
+ * A day still changing (today's: in several parts while written, or in one part between two
+ * writes, changingPartitions) between days that are not is counted apart and kept between reads
+ * (keptDayCounts); the other days together.
  */
 async function countHourBuckets(
   ch: ClickHouse,
@@ -242,9 +250,12 @@ async function countHourBuckets(
       heads[segments[1]![0] - d0] = segments[1]![1];
     }
   }
-  const merging = (day: number) => settled?.merging?.has(String(day)) ?? false;
+  const changing = changingPartitions(settled, Number);
+  const merging = (day: number) => changing.has(String(day));
   const apart = days.filter((d) => merging(d) && !merging(d - 1) && !merging(d + 1));
-  const kept = apart.map((day) => keptDayCounts(ch, siteId, settled!, day, { d0, hoursOf, tails, heads }));
+  const kept = apart.map((day) =>
+    keptDayCounts(ch, siteId, settled!, day, changing.get(String(day))!, { d0, hoursOf, tails, heads }),
+  );
   // The other days, and the buckets across a midnight neither side of which is kept apart.
   const near = (d: number) => apart.includes(d);
   const rest = restHourCounts(
@@ -340,8 +351,8 @@ async function restHourCounts(
 const VISITOR_HOURS: Rollup = { table: 'visitor_hours', entity: '(day, user_key)' };
 
 /**
- * countHourBuckets' counts of one day in several parts whose neighbours are not (they are
- * settled or hold nothing): its visitors per bucket hours, and, as its own visitors' counts,
+ * countHourBuckets' counts of one day still changing, in `parts`, whose neighbours are not (they
+ * are settled or hold nothing): its visitors per bucket hours, and, as its own visitors' counts,
  * those of the buckets across its two midnights found on both sides (the neighbours' rows are
  * fixed by the key: their part's name). Kept between reads (partitionCounts).
  */
@@ -350,6 +361,7 @@ function keptDayCounts(
   siteId: number,
   settled: Settled,
   day: number,
+  parts: string[],
   bits: { d0: number; hoursOf: number[][]; tails: number[]; heads: number[] },
 ): Promise<KeyedCounts> {
   const at = (values: number[], d: number) => values[d - bits.d0] ?? 0;
@@ -403,15 +415,7 @@ function keptDayCounts(
     for (const r of rows) addCounts(counts, visitorCount(r.v, r.n));
     return counts;
   };
-  return partitionCounts(
-    ch,
-    VISITOR_HOURS,
-    siteId,
-    String(day),
-    settled.merging!.get(String(day))!,
-    key,
-    count,
-  );
+  return partitionCounts(ch, VISITOR_HOURS, siteId, String(day), parts, key, count);
 }
 
 function popCount(v: number): number {
@@ -500,8 +504,8 @@ function quarterCounts(source: string, inRange: (key: string) => string, byDay: 
 /**
  * The quarter-hour counts (quarterCounts) of the range's sessions outside the summarized
  * partitions (`summarized`, YYYYMMDD), from their keys in `session_paths`: those of the days
- * still receiving events and of days reaching out of the range. A partition in several parts
- * (today's, being written) is counted apart and kept between reads, brought up to date from
+ * still receiving events and of days reaching out of the range. A partition still changing
+ * (today's, keptPartitions) is counted apart and kept between reads, brought up to date from
  * its added parts (partitionCounts). Call within readRollup(…, 'session_paths'), which gives
  * `settled`.
  */

@@ -155,8 +155,10 @@ export const epochDay = (day: number) =>
  * Whether a partition day (YYYYMMDD, a UTC day) ended an hour ago: old enough to be summarized
  * or built (a day still receiving events would be done again at every merge of its parts).
  */
-export const endedAnHourAgo = (day: number, now = Date.now()) =>
-  (epochDay(day) + 1) * DAY_MS + HOUR_MS <= now;
+export const endedAnHourAgo = (day: number, now = Date.now()) => epochDayEndedAnHourAgo(epochDay(day), now);
+
+/** endedAnHourAgo of a UTC day given as days since 1970 (`visitor_hours`' partitions). */
+export const epochDayEndedAnHourAgo = (day: number, now = Date.now()) => (day + 1) * DAY_MS + HOUR_MS <= now;
 
 const HOUR_MS = 3_600_000;
 
