@@ -40,7 +40,8 @@ export const visitorDaysApply = (ch: ClickHouse, common: CommonParams) =>
  * part's rows tested against it: |P ∪ S| = |P| − |P ∩ S| + |S|. A part merged away meanwhile
  * leaves nothing read as P and everything in S, so the count stays exact. The background
  * builder merges the windows' partitions (mergeVisitorDays). The count of a range of up to 33
- * days that has ended is kept by the parts it reads (keptVisitors), but on a cluster.
+ * days that has ended is kept by the parts it reads (keptVisitors), but on a cluster; that of one
+ * still being written keeps its merged part's and first partial day's share (splitCount).
  */
 export async function rangeVisitors(ch: ClickHouse, siteId: number, common: CommonParams): Promise<number> {
   const localDays = daysBetween(common.startDate!, common.endDate!);
@@ -102,6 +103,7 @@ async function countVisitors(
   const days = await wholeDays(ch, siteId, common, localDays <= 33, part);
   const p = new Params();
   const { from, to } = rangeBounds(p, common);
+  if (!from || !to) throw new Error('rangeVisitors needs a closed range');
   const site = p.bind('UInt32', siteId);
   // The range's events outside its whole days (all of them when it has none).
   const dayStart = (day: number) => `fromUnixTimestamp64Milli(${p.bind('Int64', day * DAY_MS)}, 'UTC')`;
@@ -124,18 +126,99 @@ async function countVisitors(
     localDays,
   )}`;
   // The keys beside the merged part's: the other parts' rows of the days, the partial days'.
-  const rest = (part: string) =>
-    `SELECT user_key AS k FROM visitor_days WHERE ${rows} AND _part != ${part} UNION ALL ${partial}`;
+  const rest = (part: string, events = partial) =>
+    `SELECT user_key AS k FROM visitor_days WHERE ${rows} AND _part != ${part} UNION ALL ${events}`;
   const merged = days.part === '' ? undefined : p.bind('String', days.part);
+  // |P ∪ R| = |P| − |P ∩ R| + |R|: the merged part's rows P (one per visitor) counted as rows.
+  const united = (part: string, others: string) =>
+    `SELECT count() - countIf(user_key IN (${others})) + (SELECT uniqExact(k) FROM (${others})) AS users
+     FROM visitor_days WHERE ${rows} AND _part = ${part}`;
+  if (merged !== undefined && days.head !== undefined) {
+    const events = (since: string, until: string) =>
+      `SELECT user_key AS k FROM events WHERE site_id = ${site} AND timestamp >= ${since} AND timestamp < ${until}`;
+    const { others, toMs, ...keyDays } = days;
+    const counted = await splitCount(ch, p, {
+      key: JSON.stringify([siteId, common.startDate, common.endDate, common.timeZone, keyDays, localDays]),
+      part: days.part,
+      quiet: others === 0 && days.end * DAY_MS >= (toMs ?? Number.POSITIVE_INFINITY),
+      settled: united(merged, events(from, dayStart(days.first))),
+      head: events(from, dayStart(days.first)),
+      fresh: rest(merged, events(dayStart(days.end), to)),
+      merged: `SELECT user_key FROM visitor_days WHERE ${rows} AND _part = ${merged}`,
+    });
+    if (counted !== undefined) return counted;
+  }
   const [row] = await ch.query<{ users: number }>(
     merged === undefined
       ? `SELECT uniqExact(k) AS users FROM (SELECT user_key AS k FROM visitor_days WHERE ${rows} UNION ALL ${partial})`
-      : `SELECT count() - countIf(user_key IN (${rest(merged)})) + (SELECT uniqExact(k) FROM (${rest(merged)})) AS users
-         FROM visitor_days WHERE ${rows} AND _part = ${merged}`,
+      : united(merged, rest(merged)),
     p.values,
   );
   return Number(row?.users ?? 0);
 }
+
+/**
+ * A range's visitors (countVisitors) as what changes seldom and what changes at every insert:
+ * `settled`, the visitors of the window's merged part P (its rows in the range's days) and of the
+ * partial day at the range's start (`head`: events with no later insert, as long as the events'
+ * parts holding its span are the same), kept by the range, P's name and those parts' names
+ * (`key`); and the visitors of `fresh` (the window's other parts, written since P was merged,
+ * and the partial day at the range's end) in neither, testing only their keys against P (its sort
+ * key skips the granules without one) and the head. The two add up to |P ∪ head ∪ fresh|; with
+ * nothing in `fresh` (`quiet`: P alone in its partition, no partial day at the end) the first is
+ * the count, and a kept one needs no read. P merged away before a read of it would leave its rows
+ * unread, or in `fresh` and counted twice, so it is looked up after each: gone, the count is left
+ * undefined (and made again in one statement, whose form stays exact through such a merge), and
+ * nothing kept.
+ */
+async function splitCount(
+  ch: ClickHouse,
+  p: Params,
+  q: {
+    key: string;
+    part: string;
+    quiet: boolean;
+    settled: string;
+    head: string;
+    fresh: string;
+    merged: string;
+  },
+): Promise<number | undefined> {
+  const alive = async () => {
+    const [row] = await ch.query<{ n: number }>(
+      `SELECT count() AS n FROM system.parts
+       WHERE database = currentDatabase() AND table = 'visitor_days' AND active AND name = {part:String}`,
+      { part: q.part },
+    );
+    return Number(row?.n) === 1;
+  };
+  const kept = keptSettled.read(
+    ch,
+    q.key,
+    async () => {
+      const [row] = await ch.query<{ users: number }>(q.settled, p.values);
+      return (await alive()) ? Number(row?.users ?? 0) : undefined;
+    },
+    (n) => n !== undefined,
+  );
+  if (q.quiet) return kept;
+  kept.catch(() => {});
+  const [row] = await ch.query<{ users: number }>(
+    `SELECT uniqExact(k) AS users FROM (${q.fresh})
+     WHERE k NOT IN (${q.merged} AND user_key IN (SELECT k FROM (${q.fresh})))
+       AND k NOT IN (SELECT k FROM (${q.head}) WHERE k IN (SELECT k FROM (${q.fresh})))`,
+    p.values,
+  );
+  const settled = await kept;
+  return settled !== undefined && (await alive()) ? settled + Number(row?.users ?? 0) : undefined;
+}
+
+/**
+ * The visitors of a range's merged part and starting partial day (splitCount's `settled`), by the
+ * site, the range, its whole days, the part's name and the names of the events' parts holding
+ * the partial day: 256 ranges per engine.
+ */
+const keptSettled = memo<number | undefined>(256);
 
 /**
  * The whole UTC days of a range (days since 1970, `first` to `end` excluded), from the first day
@@ -144,8 +227,10 @@ async function countVisitors(
  * window holds its days) and no event of that day lies after the range's end; and, but on a
  * cluster, the largest merged part (level above 0) of that window's partition when it holds at
  * least nine in ten of its rows ('' otherwise: the other parts' rows, counted as a distinct set,
- * would cost more than counting them all so). Two small reads side by side (one, when `part` was
- * looked up before); the days as the engine's calendar has the range's bounds.
+ * would cost more than counting them all so), with the names of the events' parts holding the
+ * range's events before its first whole day (`head`, splitCount's key). Two small reads side by
+ * side (one, when `part` was looked up before: no `head` then); the days as the engine's
+ * calendar has the range's bounds.
  */
 async function wholeDays(
   ch: ClickHouse,
@@ -153,7 +238,7 @@ async function wholeDays(
   common: CommonParams,
   oneWindow: boolean,
   part?: string,
-): Promise<{ first: number; end: number; part: string }> {
+): Promise<{ first: number; end: number; part: string; head?: string[]; others?: number; toMs?: number }> {
   const p = new Params();
   const { from, to } = rangeBounds(p, common);
   if (!from || !to) throw new Error('rangeVisitors needs a closed range');
@@ -165,25 +250,35 @@ async function wholeDays(
        AND (SELECT count() = 0 FROM events WHERE site_id = ${p.bind('UInt32', siteId)}
          AND timestamp >= ${to} AND timestamp < fromUnixTimestamp64Milli((${last} + 1) * ${dayMs}, 'UTC'))`
     : 'false';
-  // The window's parts are looked up beside the days, on another read connection.
+  // The window's parts are looked up beside the days, on another read connection, and with them
+  // the events' parts holding the range's events before its first whole day.
   const window = `toString(intDiv(${first}, 32))`;
+  const inWindow = `table = 'visitor_days' AND partition_id = ${window}`;
   const [[row], [merged]] = await Promise.all([
-    ch.query<{ first: number; end: number }>(
-      `SELECT ${first} AS first, ${last} + (${whole}) AS end`,
+    ch.query<{ first: number; end: number; to_ms: number }>(
+      `SELECT ${first} AS first, ${last} + (${whole}) AS end, toUnixTimestamp64Milli(${to}) AS to_ms`,
       p.values,
     ),
     part !== undefined || !oneWindow || ch.cluster
-      ? [{ part: part ?? '' }]
-      : ch.query<{ part: string }>(
-          `SELECT ${mergedPart('true')} AS part
+      ? [{ part: part ?? '', head: undefined, others: undefined }]
+      : ch.query<{ part: string; head: string[]; others: number }>(
+          `SELECT ${mergedPart(inWindow)} AS part, arraySort(groupArrayIf(name, table = 'events')) AS head,
+             countIf(${inWindow}) - 1 AS others
            FROM system.parts
-           WHERE database = currentDatabase() AND table = 'visitor_days' AND active
-             AND partition_id = ${window}`,
+           WHERE database = currentDatabase() AND active
+             AND (${inWindow} OR table = 'events'
+               AND toUnixTimestamp(max_time) >= intDiv(toUnixTimestamp64Milli(${from}), 1000)
+               AND toUnixTimestamp(min_time) < ${first} * 86400)`,
           p.values,
         ),
   ]);
   if (!row) throw new Error('rangeVisitors: no bounds');
-  return { first: Number(row.first), end: Number(row.end), part: merged?.part ?? '' };
+  return {
+    first: Number(row.first),
+    end: Number(row.end),
+    part: merged?.part ?? '',
+    ...(merged?.head ? { head: merged.head, others: Number(merged.others), toMs: Number(row.to_ms) } : {}),
+  };
 }
 
 /** The first day (since 1970) starting at or after `from`, not before day 64. */
