@@ -1,6 +1,6 @@
 import type { ClickHouse } from '../../client';
 import { type CommonParams, nextDay, Params, rangeBounds, whereClause } from '../builder';
-import { memo } from './memo';
+import { keptEach, memo } from './memo';
 import {
   SESSION_TOTAL_AGGREGATES,
   SESSION_TOTAL_COLUMNS,
@@ -313,17 +313,19 @@ async function spanningWindows(
      GROUP BY ${at('session_start')}`;
   if (!settled) return mergedSpans((await ch.query<PartSpan>(merged('1'), p.values)).map(spanOf));
   // Each settled part's spans kept, those not kept read in one statement with the merged ones.
-  const missing: string[] = [];
-  let readMissing!: (r: Promise<PartSpan[]>) => void;
-  const read = new Promise<PartSpan[]>((resolve) => {
-    readMissing = resolve;
-  });
-  const kept = settled.parts.map((part) =>
-    keptSpans.read(ch, JSON.stringify([siteId, common.timeZone, bucket, part]), () => {
-      missing.push(part);
-      return read.then((rows) => rows.filter((r) => r.part === part).map(spanOf));
-    }),
+  const {
+    values: parts,
+    missing,
+    supply,
+  } = keptEach(
+    keptSpans,
+    ch,
+    settled.parts,
+    (part) => JSON.stringify([siteId, common.timeZone, bucket, part]),
+    (rows: PartSpan[], part) => rows.filter((r) => r.part === part).map(spanOf),
   );
+  // Awaited below: a failure of the statement is taken there, not left unhandled here.
+  parts.catch(() => {});
   const unsettled = `_partition_id NOT IN ${p.bind('Array(String)', settled.partitions)}`;
   const rows = ch.query<PartSpan>(
     missing.length === 0
@@ -335,10 +337,7 @@ async function spanningWindows(
        ${merged(unsettled)}`,
     p.values,
   );
-  readMissing(rows);
-  // Awaited below: a failure of the statement is taken there, not left unhandled here.
-  const parts = Promise.all(kept);
-  parts.catch(() => {});
+  supply(rows);
   const unsettledSpans = (await rows).filter((r) => r.part === '');
   return mergedSpans([...unsettledSpans.map(spanOf), ...(await parts).flat()]);
 }

@@ -53,6 +53,43 @@ export function memo<T>(limit: number): Memo<T> {
 }
 
 /**
+ * Values kept in `m` one per name (a settled part's, which never changes while the part lasts),
+ * under `keyOf(name)`: those kept are taken as they are, the others read together in one
+ * statement, sent once the names missing are known. `values` resolves in the order of `names`;
+ * `missing` lists the names to read (known at once), and `supply` gives their read, from which
+ * `pick` takes each name's value (call it only when some are missing). A value `keep` refuses is
+ * not kept.
+ */
+export function keptEach<T, R>(
+  m: Memo<T>,
+  ch: ClickHouse,
+  names: readonly string[],
+  keyOf: (name: string) => string,
+  pick: (read: R, name: string) => T,
+  keep?: (value: T) => boolean,
+): { values: Promise<T[]>; missing: string[]; supply: (read: Promise<R>) => void } {
+  const missing: string[] = [];
+  let supply!: (read: Promise<R>) => void;
+  const read = new Promise<R>((resolve) => {
+    supply = resolve;
+  });
+  const values = Promise.all(
+    names.map((name) =>
+      m.read(
+        ch,
+        keyOf(name),
+        () => {
+          missing.push(name);
+          return read.then((r) => pick(r, name));
+        },
+        keep,
+      ),
+    ),
+  );
+  return { values, missing, supply };
+}
+
+/**
  * Forgets every read kept for `ch`'s engine: for a process that changed what they were read
  * from other than through the service (tests that tamper with stored summaries or builds to
  * show they are read).

@@ -1,6 +1,6 @@
 import type { ClickHouse } from '../../client';
 import { type CommonParams, Params, rangeBounds, rangeCondition } from '../builder';
-import { memo } from './memo';
+import { keptEach, memo } from './memo';
 import { builtPathTest, type PageDays, pageDays, passingPaths, sessionPagesApply } from './pages';
 import {
   rowFilterCondition,
@@ -777,7 +777,9 @@ export async function crossingSessions(
   const p = new Params();
   const { from, to } = rangeBounds(p, common);
   if (!from && !to) return { ids: [], users: [], until: null, from: null, unsure: await unsure };
-  const crossing = [from && `session_start < ${from}`, to && `session_end >= ${to}`].filter(Boolean);
+  const crossing = [from && `session_start < ${from}`, to && `session_end >= ${to}`].filter(
+    (c): c is string => Boolean(c),
+  );
   const overlaps = [to && `session_start < ${to}`, from && `session_end >= ${from}`].filter(Boolean);
   const where = [
     `site_id = ${p.bind('UInt32', siteId)}`,
@@ -807,7 +809,7 @@ export async function crossingSessions(
             JSON.stringify([siteId, common.startDate, common.endDate, common.timeZone, settled.parts]),
             () => edgesOf(sessionSpans(p, siteId, common, { ...settled, alone: true }, where)),
           ),
-          mergingCrossing(ch, p, siteId, common, settled, where, crossing as string[], edgesOf),
+          mergingCrossing(ch, p, siteId, common, settled, where, crossing, edgesOf),
         ]);
   // The engine's text of a time (YYYY-MM-DD hh:mm:ss.sss) sorts as the time does.
   const known = (values: (string | null)[]) => values.filter((v): v is string => v !== null).sort();
@@ -831,35 +833,26 @@ const keptEnds = memo<number>(4096);
  * its name (a part never changes), those not yet kept read in one statement.
  */
 async function endedBefore(ch: ClickHouse, settled: Settled, from: number): Promise<Set<string>> {
-  const missing: string[] = [];
-  let readMissing!: (ends: Promise<Map<string, number>>) => void;
-  const read = new Promise<Map<string, number>>((resolve) => {
-    readMissing = resolve;
-  });
-  const ends = settled.parts.map((part) =>
-    keptEnds.read(
-      ch,
-      part,
-      () => {
-        missing.push(part);
-        // A part merged away meanwhile has no row: never left out.
-        return read.then((found) => found.get(part) ?? Number.POSITIVE_INFINITY);
-      },
-      Number.isFinite,
-    ),
+  const { values, missing, supply } = keptEach(
+    keptEnds,
+    ch,
+    settled.parts,
+    (part) => part,
+    // A part merged away meanwhile has no row: never left out.
+    (found: Map<string, number>, part) => found.get(part) ?? Number.POSITIVE_INFINITY,
+    Number.isFinite,
   );
-  readMissing(
-    missing.length === 0
-      ? Promise.resolve(new Map())
-      : ch
-          .query<{ part: string; end: number }>(
-            `SELECT _part AS part, toUnixTimestamp64Milli(max(session_end)) AS end FROM session_facts
-             WHERE _part IN {parts:Array(String)} GROUP BY part`,
-            { parts: missing },
-          )
-          .then((rows) => new Map(rows.map((r) => [r.part, Number(r.end)]))),
-  );
-  const latest = await Promise.all(ends);
+  if (missing.length > 0)
+    supply(
+      ch
+        .query<{ part: string; end: number }>(
+          `SELECT _part AS part, toUnixTimestamp64Milli(max(session_end)) AS end FROM session_facts
+           WHERE _part IN {parts:Array(String)} GROUP BY part`,
+          { parts: missing },
+        )
+        .then((rows) => new Map(rows.map((r) => [r.part, Number(r.end)]))),
+    );
+  const latest = await values;
   return new Set(settled.parts.filter((_, i) => latest[i]! < from));
 }
 
@@ -886,12 +879,13 @@ async function mergingCrossing(
   edgesOf: (rows: string) => Promise<CrossingRow>,
 ): Promise<CrossingRow> {
   const { from, to } = rangeBounds(p, common);
-  const unsettled = `site_id = ${p.bind('UInt32', siteId)} AND _partition_id NOT IN ${p.bind('Array(String)', settled.partitions)}`;
+  const notSettled = `_partition_id NOT IN ${p.bind('Array(String)', settled.partitions)}`;
+  const unsettled = `site_id = ${p.bind('UInt32', siteId)} AND ${notSettled}`;
   const merged = (condition: string) =>
     edgesOf(
       fromRollup(
         p,
-        `${where} AND _partition_id NOT IN ${p.bind('Array(String)', settled.partitions)}`,
+        `${where} AND ${notSettled}`,
         () => 'session_id, session_start, session_end, user_key',
         undefined,
         'session_facts',
