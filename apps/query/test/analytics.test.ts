@@ -461,6 +461,9 @@ describe('day and hour buckets from the visitors of UTC days', () => {
     if (!h.ch.cluster) expect(Number(row?.n)).toBeGreaterThan(24);
   });
 
+  /** Days since 1970 of a YYYYMMDD day: its partition of `visitor_hours`. */
+  const epochDay = (day: string) =>
+    Date.parse(`${day.slice(0, 4)}-${day.slice(4, 6)}-${day.slice(6)}T00:00:00Z`) / 86_400_000;
   /**
    * Reads of the buckets, the overview and six breakdowns of `range` against the reference,
    * watching the statements that name day `day` (YYYYMMDD; its partition of `visitor_hours` is
@@ -471,9 +474,7 @@ describe('day and hour buckets from the visitors of UTC days', () => {
    * leaving it out.
    */
   const watchDay = (t: { siteId: number; key: string }, range: Partial<CommonParams>, day: string) => {
-    const epoch = String(
-      Date.parse(`${day.slice(0, 4)}-${day.slice(4, 6)}-${day.slice(6)}T00:00:00Z`) / 86_400_000,
-    );
+    const epoch = String(epochDay(day));
     // The range's days and those either side (YYYYMMDD).
     const shifted = (date: string | undefined, days: number) =>
       new Date(Date.parse(`${date}T00:00:00Z`) + days * 86_400_000)
@@ -559,31 +560,17 @@ describe('day and hour buckets from the visitors of UTC days', () => {
   };
   // What watchDay's read() finds: a day read whole (the quarter hours once, the visitors once per
   // bucket kind, the four breakdowns), brought up to date from an added part (each twice: now and
-  // as it was), and kept (nothing read).
-  const WHOLE = {
-    quarters: [1, 0],
-    visitors: [2, 0],
-    sessions: [1, 0],
-    keyed: [4, 0],
-    attributes: [2, 0],
+  // as it was), and kept (nothing read); never its settled part read beside the other days.
+  const WHOLE_READS = { quarters: 1, visitors: 2, sessions: 1, keyed: 4, attributes: 2 };
+  const tallies = (whole: number, touched: number) => ({
+    ...Object.fromEntries(
+      Object.entries(WHOLE_READS).map(([kind, n]) => [kind, [whole * n, touched * 2 * n]]),
+    ),
     settled: 0,
-  };
-  const TOUCHED = {
-    quarters: [0, 2],
-    visitors: [0, 4],
-    sessions: [0, 2],
-    keyed: [0, 8],
-    attributes: [0, 4],
-    settled: 0,
-  };
-  const KEPT = {
-    quarters: [0, 0],
-    visitors: [0, 0],
-    sessions: [0, 0],
-    keyed: [0, 0],
-    attributes: [0, 0],
-    settled: 0,
-  };
+  });
+  const WHOLE = tallies(1, 0);
+  const TOUCHED = tallies(0, 1);
+  const KEPT = tallies(0, 0);
   /** Stops (or starts) the merges of the per-session rollups. */
   const merges = async (verb: 'START' | 'STOP') => {
     for (const table of ['session_facts', 'session_paths', 'visitor_hours'])
@@ -594,8 +581,7 @@ describe('day and hour buckets from the visitors of UTC days', () => {
     await merges('START');
     for (const table of ['session_facts', 'session_paths'])
       await h.ch.command(`OPTIMIZE TABLE ${table} PARTITION ID '${day}' FINAL`);
-    const epoch = Date.parse(`${day.slice(0, 4)}-${day.slice(4, 6)}-${day.slice(6)}T00:00:00Z`) / 86_400_000;
-    await h.ch.command(`OPTIMIZE TABLE visitor_hours PARTITION ID '${epoch}' FINAL`);
+    await h.ch.command(`OPTIMIZE TABLE visitor_hours PARTITION ID '${epochDay(day)}' FINAL`);
     await merges('STOP');
   };
 

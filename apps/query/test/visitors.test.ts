@@ -27,6 +27,28 @@ const DAY_MS = 86_400_000;
 const dayOf = (date: string) => Date.parse(`${date}T00:00:00Z`) / DAY_MS;
 const stamp = (ms: number) => new Date(ms).toISOString().replace('T', ' ').slice(0, 23);
 
+/** A pageview like `like` at `ms` by visitor `userId`, its event and session ids seeded by `seeds`. */
+function visit(
+  like: StoredEvent,
+  ms: number,
+  seeds: [event: string, session: string],
+  userId: string,
+  pathname: string,
+): StoredEvent {
+  return {
+    ...like,
+    timestamp: stamp(ms),
+    event_id: uuidv7FromSeed(ms, seeds[0]),
+    session_id: uuidv7FromSeed(ms, seeds[1]),
+    user_id: userId,
+    type: 'pageview',
+    event_name: '',
+    properties: '{}',
+    props: {},
+    pathname,
+  };
+}
+
 /** Windows of `visitor_days` (migration 0009) start every 32 days: the first ones of 2026. */
 const WINDOW_STARTS = [640, 641, 642, 643, 644, 645].map((block) => block * 32);
 
@@ -36,18 +58,15 @@ const WINDOW_STARTS = [640, 641, 642, 643, 644, 645].map((block) => block * 32);
  */
 function windowEdges(like: StoredEvent): StoredEvent[] {
   return WINDOW_STARTS.flatMap((start, w) =>
-    [start * DAY_MS - 1, start * DAY_MS, (start + 1) * DAY_MS - 1].map((ms, i) => ({
-      ...like,
-      timestamp: stamp(ms),
-      event_id: uuidv7FromSeed(ms, `edge ${w} ${i}`),
-      session_id: uuidv7FromSeed(ms, `edge session ${w} ${i}`),
-      user_id: `00000000000e${String(w).padStart(2, '0')}${i}0`,
-      type: 'pageview',
-      event_name: '',
-      properties: '{}',
-      props: {},
-      pathname: '/edge',
-    })),
+    [start * DAY_MS - 1, start * DAY_MS, (start + 1) * DAY_MS - 1].map((ms, i) =>
+      visit(
+        like,
+        ms,
+        [`edge ${w} ${i}`, `edge session ${w} ${i}`],
+        `00000000000e${String(w).padStart(2, '0')}${i}0`,
+        '/edge',
+      ),
+    ),
   );
 }
 
@@ -64,18 +83,7 @@ function early(like: StoredEvent): StoredEvent[] {
     [70, 'c'],
   ].map(([day, visitor], i) => {
     const ms = Number(day) * DAY_MS + 3_600_000;
-    return {
-      ...like,
-      timestamp: stamp(ms),
-      event_id: uuidv7FromSeed(ms, `early ${i}`),
-      session_id: uuidv7FromSeed(ms, `early session ${i}`),
-      user_id: `000000000000197${visitor}`,
-      type: 'pageview',
-      event_name: '',
-      properties: '{}',
-      props: {},
-      pathname: '/early',
-    };
+    return visit(like, ms, [`early ${i}`, `early session ${i}`], `000000000000197${visitor}`, '/early');
   });
 }
 
@@ -322,13 +330,14 @@ describe('distinct visitors from the days they have events on', () => {
         seed: 44,
       }),
     ];
-    const visitor = (ms: number, i: number) => ({
-      ...generated[0]!,
-      timestamp: new Date(ms).toISOString().replace('T', ' ').slice(0, 23),
-      event_id: uuidv7FromSeed(ms, `new visitor ${i}`),
-      session_id: uuidv7FromSeed(ms, `new visitor session ${i}`),
-      user_id: `00000000000c0de${i}`,
-    });
+    const visitor = (ms: number, i: number) =>
+      visit(
+        generated[0]!,
+        ms,
+        [`new visitor ${i}`, `new visitor session ${i}`],
+        `00000000000c0de${i}`,
+        '/new',
+      );
     // A visitor tomorrow before and after the end of Kolkata's range below: its last UTC day is
     // read from the events, those before the end counted beside the merged part.
     const tomorrow = (Math.floor(now / DAY_MS) + 1) * DAY_MS;
